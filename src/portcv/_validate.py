@@ -1,0 +1,115 @@
+"""Input checks shared by every public function: clear ``TypeError``/``ValueError`` messages that
+name the argument and say what was expected. Checks run on the host, on shapes, dtypes and Python
+scalars only, so they never synchronize a device."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Iterable
+
+import numpy as np
+
+from .backends import asarray, owner_of
+
+#: CUDA kernels index with 32-bit ints; larger arrays are refused rather than mis-indexed.
+MAX_ELEMENTS = 2**31 - 1
+
+
+def image(
+    img: Any,
+    name: str = "image",
+    *,
+    dtype: Any = np.uint8,
+    min_ndim: int = 2,
+    channels: Iterable[int] | None = None,
+) -> Any:
+    """Check an image argument and move it to the active backend.
+
+    ``channels``: if given, the last axis must have one of these lengths (``(..., H, W, C)``).
+    """
+    if owner_of(img) is None:
+        if isinstance(img, (list, tuple)):
+            img = np.asarray(img)
+        else:
+            raise TypeError(f"{name} must be an array (NumPy, CuPy or JAX), got {type(img).__name__}")
+    shape = tuple(img.shape)
+    want = np.dtype(dtype)
+    if np.dtype(img.dtype) != want:
+        raise TypeError(f"{name} must have dtype {want}, got {np.dtype(img.dtype)}")
+    if len(shape) < min_ndim:
+        layout = "(..., H, W, C)" if channels is not None else "(..., H, W)"
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions {layout}, got shape {shape}")
+    if 0 in shape:
+        raise ValueError(f"{name} must not be empty, got shape {shape}")
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise ValueError(f"{name} has {math.prod(shape)} elements; at most {MAX_ELEMENTS} are supported")
+    if channels is not None:
+        allowed = tuple(channels)
+        if shape[-1] not in allowed:
+            raise ValueError(
+                f"{name} must have {' or '.join(map(str, allowed))} channels in its last axis, got shape {shape}"
+            )
+    return asarray(img)
+
+
+def integer(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """A Python/NumPy integer in ``[low, high]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")
+    return value
+
+
+def real(value: Any, name: str, *, positive: bool = False, high: float | None = None) -> float:
+    """A finite real number, optionally > 0 and <= ``high``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if positive and value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value}")
+    return value
+
+
+def choice(value: Any, name: str, options: Iterable[str]) -> str:
+    options = tuple(options)
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def kernel_size(value: Any, name: str, *, odd: bool, low: int, high: int) -> tuple[int, int]:
+    """An int or a (width, height) pair of ints, each in ``[low, high]`` (odd if ``odd``)."""
+    pair = (value, value) if not isinstance(value, (tuple, list)) else tuple(value)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be an int or a (width, height) pair, got {value!r}")
+    out = []
+    for v in pair:
+        v = integer(v, name, low=low, high=high)
+        if odd and v != 0 and v % 2 == 0:
+            raise ValueError(f"{name} must be odd, got {value!r}")
+        out.append(v)
+    return out[0], out[1]
+
+
+def taps(value: Any, name: str, *, max_len: int = 63) -> tuple[int, ...]:
+    """A 1-D sequence of small integers (filter taps)."""
+    arr = np.asarray(value)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of integers, got shape {arr.shape}")
+    if arr.size > max_len:
+        raise ValueError(f"{name} may have at most {max_len} taps, got {arr.size}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"{name} must hold integers (fixed-point taps), got dtype {arr.dtype}")
+    return tuple(int(v) for v in arr)

@@ -1,0 +1,244 @@
+"""The array layer: a registry of backends and the active-backend switch.
+
+A backend bundles an array-API namespace (``xp``) with the few things the array API does not
+cover: moving arrays in and out, ``jit``, ``synchronize`` and device information. Frameworks are
+imported on first use of their backend, never by ``import portcv`` (einops' rule: an array of a
+framework can only exist if that framework was imported, so ``sys.modules`` tells us which
+backends can own a given array without importing anything).
+
+The active backend is a :class:`contextvars.ContextVar` over a process-wide default, so
+``using()`` is safe across threads and asyncio tasks while ``use()`` changes what every new
+thread sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import sys
+import threading
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+__all__ = [
+    "Backend",
+    "BackendUnavailableError",
+    "register",
+    "registered_backends",
+    "get",
+    "use",
+    "using",
+    "backend",
+    "available_backends",
+    "asarray",
+    "to_numpy",
+]
+
+
+class BackendUnavailableError(ImportError):
+    """A known backend cannot run here: its package or its device is missing."""
+
+
+class Backend:
+    """Base class of a portcv backend.
+
+    Subclasses set :attr:`name` and :attr:`install_hint` and implement :meth:`_load` (import the
+    framework, check the device, return the array-API namespace) and :meth:`owns`.
+    Everything else has a sensible default for a host-memory, eager framework.
+    """
+
+    name: str = ""
+    #: What to tell a user whose machine lacks this backend.
+    install_hint: str = ""
+    #: Top-level module whose presence in ``sys.modules`` means arrays of it can exist.
+    module_name: str = ""
+
+    def __init__(self) -> None:
+        self._xp: Any = None
+        self._error: BackendUnavailableError | None = None
+        self._lock = threading.Lock()
+
+    # -- loading ----------------------------------------------------------------------------
+    def _load(self) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def load(self) -> "Backend":
+        """Import the framework and check the device; raise :class:`BackendUnavailableError`."""
+        if self._xp is None:
+            with self._lock:
+                if self._xp is None and self._error is None:
+                    try:
+                        self._xp = self._load()
+                    except BackendUnavailableError as exc:
+                        self._error = exc
+                    except Exception as exc:  # an import that fails for any reason
+                        self._error = BackendUnavailableError(
+                            f"backend {self.name!r} failed to load ({type(exc).__name__}: {exc}); "
+                            f"{self.install_hint}"
+                        )
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def is_available(self) -> bool:
+        try:
+            self.load()
+        except BackendUnavailableError:
+            return False
+        return True
+
+    @property
+    def xp(self) -> Any:
+        """The array-API namespace of this backend."""
+        return self.load()._xp
+
+    # -- arrays -----------------------------------------------------------------------------
+    def owns(self, array: Any) -> bool:
+        """Whether ``array`` is a native array of this backend (must not import anything)."""
+        raise NotImplementedError
+
+    def from_numpy(self, array: np.ndarray) -> Any:
+        return self.xp.asarray(array)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def asarray(self, array: Any) -> Any:
+        """Return ``array`` as an array of this backend, moving it from another backend."""
+        self.load()
+        if self.owns(array):
+            return array
+        return self.from_numpy(to_numpy(array))
+
+    # -- execution --------------------------------------------------------------------------
+    def jit(self, fn: Callable, static_argnames: tuple[str, ...] = ()) -> Callable:
+        """Compile ``fn`` for this backend; identity for eager frameworks."""
+        return fn
+
+    def synchronize(self) -> None:
+        """Wait until queued device work is finished (for timing)."""
+
+    def block(self, result: Any) -> Any:
+        """Wait until ``result`` is computed, then return it (for timing)."""
+        self.synchronize()
+        return result
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    def __repr__(self) -> str:
+        return f"<portcv backend {self.name!r}>"
+
+
+_REGISTRY: dict[str, Backend] = {}
+_REGISTRY_LOCK = threading.Lock()
+_default_name = "numpy"
+_active: contextvars.ContextVar[str | None] = contextvars.ContextVar("portcv_backend", default=None)
+
+
+def register(backend_obj: Backend, *, replace: bool = False) -> Backend:
+    """Add a backend to the registry under ``backend_obj.name``.
+
+    Third parties subclass :class:`Backend` and register it; ``portcv.use(name)`` then selects it.
+    """
+    if not isinstance(backend_obj, Backend):
+        raise TypeError(f"backend must be a portcv.backends.Backend, got {type(backend_obj).__name__}")
+    if not backend_obj.name or not isinstance(backend_obj.name, str):
+        raise ValueError("backend.name must be a non-empty string")
+    with _REGISTRY_LOCK:
+        if backend_obj.name in _REGISTRY and not replace:
+            raise ValueError(f"a backend named {backend_obj.name!r} is already registered; pass replace=True")
+        _REGISTRY[backend_obj.name] = backend_obj
+    return backend_obj
+
+
+def registered_backends() -> list[str]:
+    """Names of every registered backend, available here or not."""
+    return list(_REGISTRY)
+
+
+def get(name: str | Backend) -> Backend:
+    """The backend called ``name``, loaded; clear errors for unknown or unavailable ones."""
+    if isinstance(name, Backend):
+        return name.load()
+    if not isinstance(name, str):
+        raise TypeError(f"backend name must be a str, got {type(name).__name__}")
+    try:
+        b = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown backend {name!r}; registered backends are {registered_backends()}"
+        ) from None
+    return b.load()
+
+
+def use(name: str) -> Backend:
+    """Set the process-wide default backend (what threads without a ``using`` block see)."""
+    global _default_name
+    b = get(name)
+    _default_name = b.name
+    return b
+
+
+@contextlib.contextmanager
+def using(name: str) -> Iterator[Backend]:
+    """Switch the backend inside a ``with`` block (per thread and per asyncio task)."""
+    b = get(name)
+    token = _active.set(b.name)
+    try:
+        yield b
+    finally:
+        _active.reset(token)
+
+
+def backend() -> Backend:
+    """The active backend."""
+    name = _active.get()
+    return get(name if name is not None else _default_name)
+
+
+def available_backends() -> list[str]:
+    """Names of the registered backends that can run on this machine (imports them)."""
+    return [name for name, b in list(_REGISTRY.items()) if b.is_available()]
+
+
+def owner_of(array: Any) -> Backend | None:
+    """The registered backend whose native array type ``array`` is, without importing any."""
+    if isinstance(array, np.ndarray):
+        return _REGISTRY.get("numpy")
+    for b in list(_REGISTRY.values()):
+        if b.module_name and b.module_name not in sys.modules:
+            continue
+        try:
+            if b.owns(array):
+                return b
+        except Exception:  # a broken third-party backend must not break conversion
+            continue
+    return None
+
+
+def to_numpy(array: Any) -> np.ndarray:
+    """Copy (or view) any backend's array as a NumPy array on the host."""
+    b = owner_of(array)
+    if b is None:
+        return np.asarray(array)
+    return b.to_numpy(array)
+
+
+def asarray(array: Any) -> Any:
+    """Move ``array`` (any backend, or anything NumPy accepts) to the active backend."""
+    return backend().asarray(array)
+
+
+def _register_builtins() -> None:
+    from .cupy import CupyBackend
+    from .jax import JaxBackend
+    from .numpy import NumpyBackend
+
+    for cls in (NumpyBackend, CupyBackend, JaxBackend):
+        register(cls())
+
+
+_register_builtins()

@@ -1,0 +1,172 @@
+// Separable integer filters on uint8 images: one fused pass (load tile + halo into shared
+// memory, horizontal taps into a shared int32 tile, vertical taps, finish, store).
+// Compiled by portcv.backends.cupy with --std=c++17 --fmad=false.
+//
+// Layout: `planes` images of H rows of W pixels of C interleaved channels (C in 1..4); a row is
+// W*C bytes and a horizontal tap steps C bytes. A block computes a TILE_W-byte x TILE_H-row
+// output tile; each thread makes 4 consecutive bytes of ROWS_PER_THREAD rows.
+//
+// Exactness: taps and pixels are integers; accumulators are int32 and the caller guarantees
+// sum|kx| * sum|ky| * 255 < 2^31. The finish step is the only rounding (see finish() below).
+
+#define TILE_W 128
+#define TILE_H 16
+#define THREADS 256
+#define ROWS_PER_THREAD (TILE_H / (THREADS / (TILE_W / 4)))
+
+enum Border { REFLECT101 = 0, REPLICATE = 1, CONSTANT = 2 };
+enum Finish { ROUND_SHIFT = 0, BOX_MULTIPLY = 1, BOX_FLOAT32 = 2 };
+
+// Index remapping shared with the host-side version in portcv/filters.py (_border_indices):
+// reflect101 repeats with period 2(n-1), like np.pad(mode="reflect"); -1 means "constant".
+__device__ __forceinline__ int remap(int i, int n, int border) {
+    if (i >= 0 && i < n) return i;
+    if (border == REFLECT101) {
+        if (n == 1) return 0;
+        const int period = 2 * (n - 1);
+        i %= period;
+        if (i < 0) i += period;
+        return i < n ? i : period - i;
+    }
+    if (border == REPLICATE) return i < 0 ? 0 : n - 1;
+    return -1;
+}
+
+template <typename T> struct Limits;
+template <> struct Limits<unsigned char> { static constexpr int lo = 0, hi = 255; };
+template <> struct Limits<short> { static constexpr int lo = -32768, hi = 32767; };
+template <> struct Limits<int> { static constexpr int lo = -2147483647 - 1, hi = 2147483647; };
+
+// ROUND_SHIFT: (acc + 2^(s-1)) >> s (round half up; arithmetic shift), saturated to OutT.
+// BOX_MULTIPLY: OpenCV's blur for window area A <= 256: ((acc + dd) * ds) >> 23 in uint32.
+// BOX_FLOAT32: OpenCV's blur for A > 256: rint(float32(acc) * float32(1/A)), p1 = the float's
+// bits. A lone multiply (no add to contract) with round-half-even is IEEE-exact everywhere.
+template <typename OutT, int F>
+__device__ __forceinline__ OutT finish(int acc, int p0, int p1) {
+    if constexpr (F == ROUND_SHIFT) {
+        if (p0 > 0) acc = (acc + (1 << (p0 - 1))) >> p0;
+        acc = max(Limits<OutT>::lo, min(Limits<OutT>::hi, acc));
+        return (OutT)acc;
+    } else if constexpr (F == BOX_MULTIPLY) {
+        return (OutT)(((unsigned int)(acc + p0) * (unsigned int)p1) >> 23);
+    } else {
+        return (OutT)__float2int_rn(__fmul_rn((float)acc, __int_as_float(p1)));
+    }
+}
+
+template <int KX, int KY, int C, typename OutT, int F>
+__global__ void __launch_bounds__(THREADS)
+portcv_separable_filter(const unsigned char* __restrict__ src, OutT* __restrict__ dst,
+                        int H, int W, const int* __restrict__ taps_x, const int* __restrict__ taps_y,
+                        int border, int border_value, int p0, int p1) {
+    constexpr int AX = KX / 2, AY = KY / 2;                // OpenCV's default anchor
+    constexpr int HALO_L = AX * C, HALO_R = (KX - 1 - AX) * C;
+    constexpr int IN_W = (TILE_W + HALO_L + HALO_R + 3) / 4 * 4;  // rows stay 4-byte aligned
+    constexpr int IN_H = TILE_H + KY - 1;
+    constexpr int NW = (4 + (KX - 1) * C + 3) / 4;        // words covering one thread's window
+
+    __shared__ __align__(16) unsigned char s_in[IN_H][IN_W + 4];
+    __shared__ __align__(16) int s_row[IN_H][TILE_W];
+    __shared__ int s_kx[KX], s_ky[KY];
+
+    const int tid = threadIdx.x;
+    const int WB = W * C;
+    const int bx0 = blockIdx.x * TILE_W, by0 = blockIdx.y * TILE_H;
+    const size_t plane_off = (size_t)blockIdx.z * H * WB;
+    const unsigned char* in = src + plane_off;
+
+    if (tid < KX) s_kx[tid] = taps_x[tid];
+    if (tid < KY) s_ky[tid] = taps_y[tid];
+
+    // 1. Tile + halo into shared memory; interior tiles skip the border arithmetic.
+    const int gx0 = bx0 - HALO_L, gy0 = by0 - AY;
+    const bool interior = gx0 >= 0 && gy0 >= 0 && gx0 + IN_W <= WB && gy0 + IN_H <= H;
+    if (interior) {
+        for (int i = tid; i < IN_H * IN_W; i += THREADS) {
+            const int r = i / IN_W, cb = i - r * IN_W;
+            s_in[r][cb] = in[(size_t)(gy0 + r) * WB + gx0 + cb];
+        }
+    } else {
+        for (int i = tid; i < IN_H * IN_W; i += THREADS) {
+            const int r = i / IN_W, cb = i - r * IN_W;
+            const int y = remap(gy0 + r, H, border);
+            const int gb = gx0 + cb;
+            const int x = gb >= 0 ? gb / C : -((C - 1 - gb) / C);  // floor division
+            const int c = gb - x * C;
+            const int xr = remap(x, W, border);
+            s_in[r][cb] = (y < 0 || xr < 0) ? (unsigned char)border_value : in[(size_t)y * WB + xr * C + c];
+        }
+    }
+    for (int r = tid; r < IN_H; r += THREADS) *reinterpret_cast<unsigned int*>(&s_in[r][IN_W]) = 0u;
+    __syncthreads();
+
+    // 2. Horizontal taps: 4 consecutive output bytes per work item, window bytes in registers.
+    for (int i = tid; i < IN_H * (TILE_W / 4); i += THREADS) {
+        const int r = i / (TILE_W / 4), q = (i - r * (TILE_W / 4)) * 4;
+        const unsigned int* row = reinterpret_cast<const unsigned int*>(&s_in[r][0]) + q / 4;
+        unsigned int w[NW];
+#pragma unroll
+        for (int j = 0; j < NW; ++j) w[j] = row[j];
+        int a[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int k = 0; k < KX; ++k) {
+            const int t = s_kx[k];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int b = k * C + e;
+                a[e] += t * (int)((w[b >> 2] >> ((b & 3) * 8)) & 255u);
+            }
+        }
+        *reinterpret_cast<int4*>(&s_row[r][q]) = make_int4(a[0], a[1], a[2], a[3]);
+    }
+    __syncthreads();
+
+    // 3. Vertical taps over ROWS_PER_THREAD consecutive rows, 4 bytes wide, then finish + store.
+    const int q = (tid % (TILE_W / 4)) * 4;
+    const int r0 = (tid / (TILE_W / 4)) * ROWS_PER_THREAD;
+    int acc[ROWS_PER_THREAD][4];
+#pragma unroll
+    for (int rr = 0; rr < ROWS_PER_THREAD; ++rr)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[rr][e] = 0;
+#pragma unroll
+    for (int j = 0; j < KY + ROWS_PER_THREAD - 1; ++j) {
+        const int4 v = *reinterpret_cast<const int4*>(&s_row[r0 + j][q]);
+#pragma unroll
+        for (int rr = 0; rr < ROWS_PER_THREAD; ++rr) {
+            const int k = j - rr;
+            if (k >= 0 && k < KY) {
+                const int t = s_ky[k];
+                acc[rr][0] += t * v.x;
+                acc[rr][1] += t * v.y;
+                acc[rr][2] += t * v.z;
+                acc[rr][3] += t * v.w;
+            }
+        }
+    }
+    const int xb = bx0 + q;
+    if (xb >= WB) return;
+    const bool vector_store = (WB % 4 == 0);
+#pragma unroll
+    for (int rr = 0; rr < ROWS_PER_THREAD; ++rr) {
+        const int y = by0 + r0 + rr;
+        if (y >= H) break;
+        OutT* out = dst + plane_off + (size_t)y * WB + xb;
+        OutT o[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[e] = finish<OutT, F>(acc[rr][e], p0, p1);
+        if (vector_store) {
+            if constexpr (sizeof(OutT) == 1) {
+                *reinterpret_cast<uchar4*>(out) = make_uchar4(o[0], o[1], o[2], o[3]);
+            } else if constexpr (sizeof(OutT) == 2) {
+                *reinterpret_cast<short4*>(out) = make_short4(o[0], o[1], o[2], o[3]);
+            } else {
+                *reinterpret_cast<int4*>(out) = make_int4(o[0], o[1], o[2], o[3]);
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (xb + e < WB) out[e] = o[e];
+        }
+    }
+}

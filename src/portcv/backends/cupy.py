@@ -1,0 +1,113 @@
+"""CuPy on an NVIDIA GPU; hot loops run hand-written CUDA kernels from ``cuda/*.cu``.
+
+Kernels are compiled once per process and device with ``--fmad=false`` (CUDA would otherwise
+contract ``a*b+c`` into FMA and change float results; DESIGN.md §4) and C++17, and memoized by
+(source file, template instantiation), as ``cupyx.scipy.ndimage`` memoizes its generated kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from . import Backend, BackendUnavailableError
+
+NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
+
+
+class CupyBackend(Backend):
+    name = "cupy"
+    install_hint = (
+        "install CuPy for your CUDA version (pip install 'portcv[cuda12]' or 'portcv[cuda13]') "
+        "on a machine with an NVIDIA GPU"
+    )
+    module_name = "cupy"
+
+    def _load(self) -> Any:
+        try:
+            import cupy
+        except ImportError as exc:
+            raise BackendUnavailableError(f"backend 'cupy' needs the cupy package ({exc}); {self.install_hint}") from exc
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:  # CUDA driver missing or broken
+            raise BackendUnavailableError(
+                f"backend 'cupy' found no usable CUDA driver ({exc}); {self.install_hint}"
+            ) from exc
+        if count < 1:
+            raise BackendUnavailableError(f"backend 'cupy' found no CUDA device; {self.install_hint}")
+        import array_api_compat.cupy as xp
+
+        return xp
+
+    def owns(self, array: Any) -> bool:
+        cupy = sys.modules.get("cupy")
+        return cupy is not None and isinstance(array, cupy.ndarray)
+
+    def from_numpy(self, array: np.ndarray) -> Any:
+        import cupy
+
+        return cupy.asarray(array)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return array.get()
+
+    def synchronize(self) -> None:
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+
+    @property
+    def device(self) -> str:
+        import cupy
+
+        dev = cupy.cuda.Device()
+        props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+        name = props["name"]
+        return f"cuda:{dev.id} ({name.decode() if isinstance(name, bytes) else name})"
+
+
+@functools.lru_cache(maxsize=None)
+def _source(filename: str) -> str:
+    return resources.files("portcv.backends").joinpath("cuda", filename).read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def _module(filename: str, name_expression: str, device_id: int) -> Any:
+    import cupy
+
+    module = cupy.RawModule(code=_source(filename), options=NVRTC_OPTIONS, name_expressions=(name_expression,))
+    module.compile()
+    return module
+
+
+def cuda_function(filename: str, name_expression: str) -> Any:
+    """The compiled kernel ``name_expression`` (e.g. ``"portcv_rgb_to_gray<0>"``) from
+    ``backends/cuda/<filename>``, compiled once per process and device."""
+    import cupy
+
+    return _module(filename, name_expression, cupy.cuda.Device().id).get_function(name_expression)
+
+
+@functools.lru_cache(maxsize=256)
+def _constant_cache(values: tuple, dtype: str, device_id: int) -> Any:
+    import cupy
+
+    return cupy.asarray(np.asarray(values, dtype=dtype))
+
+
+def device_constant(values: tuple, dtype: str = "int32") -> Any:
+    """A small read-only device array (filter taps, tables), uploaded once and reused."""
+    import cupy
+
+    return _constant_cache(tuple(values), dtype, cupy.cuda.Device().id)
+
+
+def launch_1d(n_threads: int, block: int = 256) -> tuple[tuple[int], tuple[int]]:
+    """Grid and block for ``n_threads`` threads in a grid-stride kernel."""
+    grid = max(1, min((n_threads + block - 1) // block, 65535 * 8))
+    return (grid,), (block,)

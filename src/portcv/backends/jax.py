@@ -1,0 +1,61 @@
+"""JAX under ``jit``, on whatever device JAX picks (GPU when jax[cuda] is installed).
+
+The portable array-API code is traced as it is; parameters that shape the computation are
+static arguments, so each (shape, parameters) pair compiles once.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from . import Backend, BackendUnavailableError
+
+
+class JaxBackend(Backend):
+    name = "jax"
+    install_hint = "install JAX (pip install 'portcv[jax]', or jax[cuda13] for the GPU)"
+    module_name = "jax"
+
+    def _load(self) -> Any:
+        try:
+            import jax
+            import jax.numpy as jnp
+        except ImportError as exc:
+            raise BackendUnavailableError(f"backend 'jax' needs the jax package ({exc}); {self.install_hint}") from exc
+        jax.devices()  # fails early, with JAX's own message, if no platform initializes
+        return jnp
+
+    def owns(self, array: Any) -> bool:
+        jax = sys.modules.get("jax")
+        return jax is not None and isinstance(array, jax.Array)
+
+    def from_numpy(self, array: np.ndarray) -> Any:
+        import jax
+
+        return jax.device_put(array)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def jit(self, fn: Callable, static_argnames: tuple[str, ...] = ()) -> Callable:
+        import jax
+
+        return jax.jit(fn, static_argnames=static_argnames)
+
+    def synchronize(self) -> None:
+        """JAX waits per array, not per queue: time with :meth:`block` on the result."""
+
+    def block(self, result: Any) -> Any:
+        import jax
+
+        return jax.block_until_ready(result)
+
+    @property
+    def device(self) -> str:
+        import jax
+
+        d = jax.devices()[0]
+        return f"{d.platform}:{d.id} ({d.device_kind})"

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import portcv
+from portcv import backends
+from portcv._kernel import Kernel, kernel
+from portcv.backends.numpy import NumpyBackend
+
+
+def test_import_portcv_imports_neither_cupy_nor_jax():
+    code = "import sys, portcv; print('cupy' in sys.modules, 'jax' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+def test_numpy_is_the_default_and_always_available():
+    assert portcv.backend().name == "numpy"
+    assert "numpy" in portcv.available_backends()
+
+
+def test_use_sets_the_process_default(backend):
+    try:
+        assert portcv.use(backend).name == backend
+        assert portcv.backend().name == backend
+    finally:
+        portcv.use("numpy")
+
+
+def test_using_is_scoped_and_nests(backend):
+    with portcv.using(backend) as b:
+        assert b.name == backend == portcv.backend().name
+        with portcv.using("numpy"):
+            assert portcv.backend().name == "numpy"
+        assert portcv.backend().name == backend
+    assert portcv.backend().name == "numpy"
+
+
+def test_using_is_per_thread():
+    seen = {}
+    barrier = threading.Barrier(2)
+
+    def worker(name):
+        with portcv.using(name):
+            barrier.wait()  # both threads inside their own `using` at once
+            seen[name] = portcv.backend().name
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in ("numpy", "numpy:readonly")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert seen == {"numpy": "numpy", "numpy:readonly": "numpy:readonly"}
+
+
+def test_using_is_per_asyncio_task():
+    async def task(name, results):
+        with portcv.using(name):
+            await asyncio.sleep(0.01)  # the other task switches meanwhile
+            results[name] = portcv.backend().name
+
+    async def main():
+        results = {}
+        await asyncio.gather(task("numpy", results), task("numpy:readonly", results))
+        return results
+
+    assert asyncio.run(main()) == {"numpy": "numpy", "numpy:readonly": "numpy:readonly"}
+
+
+def test_unknown_backend_names_the_registered_ones():
+    with pytest.raises(ValueError, match=r"unknown backend 'torch'.*'numpy'"):
+        portcv.use("torch")
+    with pytest.raises(TypeError, match="backend name must be a str"):
+        portcv.use(3)
+
+
+class _MissingBackend(NumpyBackend):
+    name = "test-missing"
+    install_hint = "pip install imaginary-gpu-lib"
+
+    def _load(self):
+        raise ImportError("No module named 'imaginary_gpu_lib'")
+
+
+def test_missing_backend_says_what_to_install():
+    backends.register(_MissingBackend(), replace=True)
+    with pytest.raises(portcv.BackendUnavailableError, match="pip install imaginary-gpu-lib"):
+        portcv.use("test-missing")
+    assert "test-missing" not in portcv.available_backends()
+    assert portcv.backend().name == "numpy"  # a failed use() leaves the default alone
+
+
+def test_register_refuses_duplicates_and_non_backends():
+    with pytest.raises(ValueError, match="already registered"):
+        backends.register(NumpyBackend())
+    with pytest.raises(TypeError, match="must be a portcv.backends.Backend"):
+        backends.register(object())
+
+
+def test_arrays_move_between_backends(backend):
+    host = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    with portcv.using(backend):
+        moved = portcv.asarray(host)
+        assert portcv.backend().owns(moved)
+        back = portcv.to_numpy(moved)
+    assert isinstance(back, np.ndarray)
+    np.testing.assert_array_equal(back, host)
+    np.testing.assert_array_equal(portcv.asarray(moved), host)  # back onto numpy, the default
+
+
+def test_to_numpy_accepts_lists():
+    np.testing.assert_array_equal(portcv.to_numpy([1, 2]), [1, 2])
+
+
+def test_kernel_uses_override_and_falls_back_on_notimplemented():
+    calls = []
+
+    @kernel("test_double")
+    def double(xp, x, *, factor):
+        calls.append("portable")
+        return x * factor
+
+    @double.override("numpy:readonly")
+    def _double_override(x, *, factor):
+        calls.append("override")
+        return NotImplemented if factor > 2 else x * factor
+
+    assert isinstance(double, Kernel)
+    with portcv.using("numpy:readonly"):
+        assert int(double(np.int32(3), factor=2)) == 6
+        assert int(double(np.int32(3), factor=5)) == 15
+    assert calls == ["override", "override", "portable"]
+    with pytest.raises(ValueError, match="declared twice"):
+        kernel("test_double")(lambda xp, x: x)
+
+
+def test_every_cuda_source_ships_with_the_package():
+    from importlib import resources
+
+    shipped = {p.name for p in resources.files("portcv.backends").joinpath("cuda").iterdir() if p.name.endswith(".cu")}
+    assert {"color.cu", "filters.cu"} <= shipped
+    for name in shipped:
+        text = resources.files("portcv.backends").joinpath("cuda", name).read_text()
+        assert "portcv_" in text  # kernel names carry the portcv_ prefix
+
+
+def test_kernel_names_in_sources_match_their_launchers():
+    import re
+    from importlib import resources
+    from pathlib import Path
+
+    launched = set()
+    for src in Path(portcv.__file__).parent.glob("*.py"):
+        launched |= set(re.findall(r'cuda_function\(\s*"(\w+\.cu)",\s*f?"(portcv_\w+)', src.read_text()))
+    assert launched, "no CUDA launchers found"
+    for filename, name in launched:
+        text = resources.files("portcv.backends").joinpath("cuda", filename).read_text()
+        assert re.search(rf"__global__ void.{{0,80}}?\b{name}\(", text, re.DOTALL), (filename, name)

@@ -1,0 +1,142 @@
+"""GPU figures for the notes and docs: kernel times by CUDA events, achieved GB/s against the
+device's measured copy bandwidth, and the peers (cupyx.scipy.ndimage, OpenCV on the host).
+
+Run on a CUDA machine (tools/gpu_check.sh does): python tools/gpu_bench.py [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import numpy as np
+
+import portcv
+
+
+def gpu_time_ms(fn, repeat=200, warmup=10):
+    """Median kernel-side time per call (CUDA events around each call) and wall time per call."""
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    cupy.cuda.get_current_stream().synchronize()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    gpu = []
+    for _ in range(repeat):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        gpu.append(cupy.cuda.get_elapsed_time(start, stop))
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    cupy.cuda.get_current_stream().synchronize()
+    wall = (time.perf_counter() - t0) / repeat * 1e3
+    return statistics.median(gpu), wall
+
+
+def jax_time_ms(fn, repeat=100, warmup=5):
+    import jax
+
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def host_time_ms(fn, repeat=5):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def copy_bandwidth_gbs():
+    """Device-to-device copy of 1 GiB: (bytes read + bytes written) / time."""
+    import cupy
+
+    a = cupy.ones(1 << 30, dtype=cupy.uint8)
+    b = cupy.empty_like(a)
+    ms, _ = gpu_time_ms(lambda: cupy.copyto(b, a), repeat=20, warmup=3)
+    return 2 * a.nbytes / (ms * 1e-3) / 1e9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    import cupy
+    import cupyx.scipy.ndimage as cndi
+
+    results = {"device": portcv.backends.get("cupy").device, "copy_GBps": copy_bandwidth_gbs(), "ops": []}
+    print(f"device: {results['device']}; measured copy bandwidth {results['copy_GBps']:.0f} GB/s (read+write)")
+    try:
+        import cv2
+    except ImportError:
+        cv2 = None
+
+    sizes = {"640x480": (480, 640), "1920x1080": (1080, 1920), "3840x2160": (2160, 3840)}
+    for label, (h, w) in sizes.items():
+        rgb_host = portcv.data.synthetic_rgb(h, w, seed=0)
+        gray_host = portcv.color.rgb_to_gray(rgb_host)
+        ops = {
+            "rgb_to_gray": (lambda x: portcv.color.rgb_to_gray(x), rgb_host, h * w * 4,
+                            (lambda: cv2.cvtColor(rgb_host, cv2.COLOR_RGB2GRAY)) if cv2 else None, None),
+            "gaussian_blur k5": (lambda x: portcv.filters.gaussian_blur(x, ksize=5, sigma=1.2), gray_host, h * w * 2,
+                                 (lambda: cv2.GaussianBlur(gray_host, (5, 5), 1.2)) if cv2 else None,
+                                 lambda x: cndi.gaussian_filter(x, 1.2, mode="mirror", truncate=2 / 1.2)),
+            "gaussian_blur k15": (lambda x: portcv.filters.gaussian_blur(x, ksize=15, sigma=3.0), gray_host, h * w * 2,
+                                  (lambda: cv2.GaussianBlur(gray_host, (15, 15), 3.0)) if cv2 else None, None),
+            "box_blur k5": (lambda x: portcv.filters.box_blur(x, 5), gray_host, h * w * 2,
+                            (lambda: cv2.blur(gray_host, (5, 5))) if cv2 else None,
+                            lambda x: cndi.uniform_filter(x, 5, mode="mirror")),
+            "gaussian_blur k5 rgb": (lambda x: portcv.filters.gaussian_blur(x, ksize=5, sigma=1.2), rgb_host, h * w * 6,
+                                     (lambda: cv2.GaussianBlur(rgb_host, (5, 5), 1.2)) if cv2 else None, None),
+        }
+        for name, (fn, host, nbytes, cv_fn, peer) in ops.items():
+            row = {"op": name, "size": label, "bytes": nbytes}
+            with portcv.using("cupy"):
+                x = portcv.asarray(host)
+                row["cupy_ms"], row["cupy_wall_ms"] = gpu_time_ms(lambda: fn(x))
+                on_gpu = portcv.to_numpy(fn(x))
+            with portcv.using("numpy"):
+                assert np.array_equal(on_gpu, fn(host)), f"{name} {label}: cupy differs from numpy"
+            if peer is not None:
+                xc = cupy.asarray(host)
+                row["cupyx_ms"], _ = gpu_time_ms(lambda: peer(xc))
+            with portcv.using("jax"):
+                xj = portcv.asarray(host)
+                row["jax_ms"] = jax_time_ms(lambda: fn(xj))
+            with portcv.using("numpy"):
+                row["numpy_ms"] = host_time_ms(lambda: fn(host), repeat=3)
+            if cv_fn is not None:
+                row["opencv_ms"] = host_time_ms(cv_fn)
+            row["cupy_GBps"] = nbytes / (row["cupy_ms"] * 1e-3) / 1e9
+            row["roofline_fraction"] = row["cupy_GBps"] / results["copy_GBps"]
+            results["ops"].append(row)
+
+    cols = ["op", "size", "cupy_ms", "cupy_wall_ms", "cupyx_ms", "jax_ms", "numpy_ms", "opencv_ms", "cupy_GBps", "roofline_fraction"]
+    print(" | ".join(cols))
+    for r in results["ops"]:
+        print(" | ".join(f"{r[c]:.4g}" if isinstance(r.get(c), float) else str(r.get(c, "-")) for c in cols))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The GPU proof: the whole test suite with --backends numpy,cupy,jax, then the GPU figures.
+# Works offline: Python packages missing on the CUDA machine travel as wheels in .whl/
+# (tools/fetch_gpu_wheels.sh fetches them here). Output lands in $OUT (or ./gpu-results).
+#   bash tools/gpu_check.sh            # tests + benchmarks
+#   bash tools/gpu_check.sh tests      # tests only
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu-results}
+mkdir -p "$OUT"
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/portcv-site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/portcv-site:$PWD/src
+else
+  export PYTHONPATH=$PWD/src
+fi
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false PORTCV_HYPOTHESIS_PROFILE=${PORTCV_HYPOTHESIS_PROFILE:-gpu}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import cupy, jax, cv2, numpy; print('cupy', cupy.__version__, 'jax', jax.__version__, jax.devices(), 'cv2', cv2.__version__, 'numpy', numpy.__version__)" | tee -a "$OUT/gpu.txt"
+status=0
+if [ "${1:-all}" != "bench" ]; then
+  python3 -m pytest tests --backends numpy,cupy,jax -p no:cacheprovider -q -rs 2>&1 | tee "$OUT/pytest.txt"
+  status=${PIPESTATUS[0]}
+fi
+if [ "${1:-all}" != "tests" ]; then
+  python3 tools/gpu_bench.py --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.txt"
+fi
+tail -n 1 "$OUT/pytest.txt" 2>/dev/null
+exit $status

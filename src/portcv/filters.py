@@ -7,6 +7,7 @@ rounding step. Images are ``(..., H, W)`` or ``(..., H, W, C)``; leading axes ar
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -118,25 +119,29 @@ def _separable_filter_cupy(
     if not 1 <= channels <= 4 or len(kx) > MAX_TAPS or len(ky) > MAX_TAPS:
         return NotImplemented
     mode, p0, p1, out_name = finish
-    img = cupy.ascontiguousarray(img)
-    H, W = img.shape[-3:-1] if has_channels else img.shape[-2:]
-    planes = math.prod(img.shape[:-3] if has_channels else img.shape[:-2])
-    out = cupy.empty(img.shape, dtype=out_name)
+    # 32-row tiles halve the vertical halo's share; big kernels use 16 to stay under 48 KB of shared memory.
+    tile_h = 16 if len(ky) > 15 or len(kx) * channels > 64 else 32
     fn = cuda_function(
         "filters.cu",
-        f"portcv_separable_filter<{len(kx)},{len(ky)},{channels},{_CUDA_TYPE[out_name]},{_FINISH_CODE[mode]}>",
+        f"portcv_separable_filter<{len(kx)},{len(ky)},{channels},{_CUDA_TYPE[out_name]},{_FINISH_CODE[mode]},{tile_h}>",
     )
-    row_bytes = W * channels
-    src_planes = img.reshape(planes, H, row_bytes)
-    dst_planes = out.reshape(planes, H, row_bytes)
+    img = cupy.ascontiguousarray(img)
+    out = cupy.empty(img.shape, dtype=out_name)
+    shape = img.shape
+    H, W = shape[-3:-1] if has_channels else shape[-2:]
+    planes = img.size // (H * W * channels)
     args = (
         np.int32(H), np.int32(W), device_constant(kx), device_constant(ky),
         np.int32(_BORDER_CODE[border]), np.int32(border_value), np.int32(p0), np.int32(p1),
     )
-    grid_xy = ((row_bytes + 127) // 128, (H + 15) // 16)
+    grid_xy = ((W * channels + 127) // 128, (H + tile_h - 1) // tile_h)
+    if planes <= 65535:
+        fn(grid_xy + (planes,), (256,), (img, out) + args)
+        return out
+    src, dst = img.reshape(planes, -1), out.reshape(planes, -1)
     for start in range(0, planes, 65535):  # gridDim.z limit
         stop = min(planes, start + 65535)
-        fn(grid_xy + (stop - start,), (256,), (src_planes[start:stop], dst_planes[start:stop]) + args)
+        fn(grid_xy + (stop - start,), (256,), (src[start:stop], dst[start:stop]) + args)
     return out
 
 
@@ -258,7 +263,11 @@ def gaussian_taps_q8(ksize: int, sigma: float) -> tuple[int, ...]:
     ksize = _validate.integer(ksize, "ksize", low=1, high=MAX_TAPS)
     if ksize % 2 == 0:
         raise ValueError(f"ksize must be odd, got {ksize}")
-    sigma = _validate.real(sigma, "sigma", positive=True)
+    return _gaussian_taps_q8(ksize, _validate.real(sigma, "sigma", positive=True))
+
+
+@functools.lru_cache(maxsize=1024)
+def _gaussian_taps_q8(ksize: int, sigma: float) -> tuple[int, ...]:
     half = ksize // 2
     scale = -0.125 / (sigma * sigma)
     t = [math.exp(((1 - ksize + 2 * i) ** 2) * scale) for i in range(half)]
@@ -330,7 +339,7 @@ def gaussian_blur(
     height, width = img.shape[-3:-1] if has_channels else img.shape[-2:]
     if border != "constant":  # OpenCV shrinks the kernel of a 1-pixel axis, except for constant borders
         kw, kh = (1 if width == 1 else kw), (1 if height == 1 else kh)
-    kx, ky = gaussian_taps_q8(kw, sigma), gaussian_taps_q8(kh, sigma_y)
+    kx, ky = _gaussian_taps_q8(kw, sigma), _gaussian_taps_q8(kh, sigma_y)
     return separable_filter_kernel(
         img, kx=kx, ky=ky, has_channels=has_channels, border=border, border_value=border_value,
         finish=("shift", 16, 0, "uint8"),

@@ -76,21 +76,24 @@ def _source(filename: str) -> str:
     return resources.files("portcv.backends").joinpath("cuda", filename).read_text()
 
 
+def current_device_id() -> int:
+    import cupy
+
+    return cupy.cuda.runtime.getDevice()
+
+
 @functools.lru_cache(maxsize=None)
-def _module(filename: str, name_expression: str, device_id: int) -> Any:
+def _function(filename: str, name_expression: str, device_id: int) -> Any:
     import cupy
 
     module = cupy.RawModule(code=_source(filename), options=NVRTC_OPTIONS, name_expressions=(name_expression,))
-    module.compile()
-    return module
+    return module.get_function(name_expression)
 
 
 def cuda_function(filename: str, name_expression: str) -> Any:
     """The compiled kernel ``name_expression`` (e.g. ``"portcv_rgb_to_gray<0>"``) from
     ``backends/cuda/<filename>``, compiled once per process and device."""
-    import cupy
-
-    return _module(filename, name_expression, cupy.cuda.Device().id).get_function(name_expression)
+    return _function(filename, name_expression, current_device_id())
 
 
 @functools.lru_cache(maxsize=256)
@@ -102,9 +105,7 @@ def _constant_cache(values: tuple, dtype: str, device_id: int) -> Any:
 
 def device_constant(values: tuple, dtype: str = "int32") -> Any:
     """A small read-only device array (filter taps, tables), uploaded once and reused."""
-    import cupy
-
-    return _constant_cache(tuple(values), dtype, cupy.cuda.Device().id)
+    return _constant_cache(values, dtype, current_device_id())
 
 
 def launch_1d(n_threads: int, block: int = 256) -> tuple[tuple[int], tuple[int]]:

@@ -4,15 +4,13 @@
 //
 // Layout: `planes` images of H rows of W pixels of C interleaved channels (C in 1..4); a row is
 // W*C bytes and a horizontal tap steps C bytes. A block computes a TILE_W-byte x TILE_H-row
-// output tile; each thread makes 4 consecutive bytes of ROWS_PER_THREAD rows.
+// output tile; each thread makes 4 consecutive bytes of TILE_H / 8 rows.
 //
 // Exactness: taps and pixels are integers; accumulators are int32 and the caller guarantees
 // sum|kx| * sum|ky| * 255 < 2^31. The finish step is the only rounding (see finish() below).
 
 #define TILE_W 128
-#define TILE_H 16
 #define THREADS 256
-#define ROWS_PER_THREAD (TILE_H / (THREADS / (TILE_W / 4)))
 
 enum Border { REFLECT101 = 0, REPLICATE = 1, CONSTANT = 2 };
 enum Finish { ROUND_SHIFT = 0, BOX_MULTIPLY = 1, BOX_FLOAT32 = 2 };
@@ -54,18 +52,25 @@ __device__ __forceinline__ OutT finish(int acc, int p0, int p1) {
     }
 }
 
-template <int KX, int KY, int C, typename OutT, int F>
+// TILE_H (16 or 32 rows) is chosen by the launcher so that shared memory stays under 48 KB.
+template <int KX, int KY, int C, typename OutT, int F, int TILE_H>
 __global__ void __launch_bounds__(THREADS)
 portcv_separable_filter(const unsigned char* __restrict__ src, OutT* __restrict__ dst,
                         int H, int W, const int* __restrict__ taps_x, const int* __restrict__ taps_y,
                         int border, int border_value, int p0, int p1) {
+    constexpr int ROWS_PER_THREAD = TILE_H / (THREADS / (TILE_W / 4));
     constexpr int AX = KX / 2, AY = KY / 2;                // OpenCV's default anchor
     constexpr int HALO_L = AX * C, HALO_R = (KX - 1 - AX) * C;
-    constexpr int IN_W = (TILE_W + HALO_L + HALO_R + 3) / 4 * 4;  // rows stay 4-byte aligned
+    // Shared column 0 is global byte column bx0 - LEAD: 16-byte aligned, so interior rows load
+    // as uint4. Output byte q's first tap byte sits at shared column q + DELTA.
+    constexpr int LEAD = (HALO_L + 15) / 16 * 16;
+    constexpr int DELTA = LEAD - HALO_L;
+    constexpr int IN_W = (LEAD + TILE_W + HALO_R + 15) / 16 * 16;
     constexpr int IN_H = TILE_H + KY - 1;
-    constexpr int NW = (4 + (KX - 1) * C + 3) / 4;        // words covering one thread's window
+    constexpr int D0 = DELTA % 4;
+    constexpr int NW = (D0 + 4 + (KX - 1) * C + 3) / 4;   // words covering one thread's window
 
-    __shared__ __align__(16) unsigned char s_in[IN_H][IN_W + 4];
+    __shared__ __align__(16) unsigned char s_in[IN_H][IN_W + 16];
     __shared__ __align__(16) int s_row[IN_H][TILE_W];
     __shared__ int s_kx[KX], s_ky[KY];
 
@@ -78,13 +83,20 @@ portcv_separable_filter(const unsigned char* __restrict__ src, OutT* __restrict_
     if (tid < KX) s_kx[tid] = taps_x[tid];
     if (tid < KY) s_ky[tid] = taps_y[tid];
 
-    // 1. Tile + halo into shared memory; interior tiles skip the border arithmetic.
-    const int gx0 = bx0 - HALO_L, gy0 = by0 - AY;
-    const bool interior = gx0 >= 0 && gy0 >= 0 && gx0 + IN_W <= WB && gy0 + IN_H <= H;
-    if (interior) {
-        for (int i = tid; i < IN_H * IN_W; i += THREADS) {
-            const int r = i / IN_W, cb = i - r * IN_W;
-            s_in[r][cb] = in[(size_t)(gy0 + r) * WB + gx0 + cb];
+    // 1. Tile + halo into shared memory. Tiles whose columns are inside the image (and rows
+    //    16-byte aligned) load uint4 vectors and remap only rows; edge tiles remap every byte.
+    const int gx0 = bx0 - LEAD, gy0 = by0 - AY;
+    const bool vector_cols = ((WB & 15) == 0) && ((reinterpret_cast<size_t>(src) & 15) == 0) &&
+                             gx0 >= 0 && gx0 + IN_W <= WB;
+    if (vector_cols) {
+        constexpr int VPR = IN_W / 16;
+        const unsigned int fill = (unsigned int)border_value * 0x01010101u;
+        for (int i = tid; i < IN_H * VPR; i += THREADS) {
+            const int r = i / VPR, v = i - r * VPR;
+            const int y = remap(gy0 + r, H, border);
+            const uint4 val = y < 0 ? make_uint4(fill, fill, fill, fill)
+                                    : *reinterpret_cast<const uint4*>(in + (size_t)y * WB + gx0 + v * 16);
+            *reinterpret_cast<uint4*>(&s_in[r][v * 16]) = val;
         }
     } else {
         for (int i = tid; i < IN_H * IN_W; i += THREADS) {
@@ -97,13 +109,13 @@ portcv_separable_filter(const unsigned char* __restrict__ src, OutT* __restrict_
             s_in[r][cb] = (y < 0 || xr < 0) ? (unsigned char)border_value : in[(size_t)y * WB + xr * C + c];
         }
     }
-    for (int r = tid; r < IN_H; r += THREADS) *reinterpret_cast<unsigned int*>(&s_in[r][IN_W]) = 0u;
+    for (int r = tid; r < IN_H; r += THREADS) *reinterpret_cast<uint4*>(&s_in[r][IN_W]) = make_uint4(0, 0, 0, 0);
     __syncthreads();
 
     // 2. Horizontal taps: 4 consecutive output bytes per work item, window bytes in registers.
     for (int i = tid; i < IN_H * (TILE_W / 4); i += THREADS) {
         const int r = i / (TILE_W / 4), q = (i - r * (TILE_W / 4)) * 4;
-        const unsigned int* row = reinterpret_cast<const unsigned int*>(&s_in[r][0]) + q / 4;
+        const unsigned int* row = reinterpret_cast<const unsigned int*>(&s_in[r][0]) + (q + DELTA) / 4;
         unsigned int w[NW];
 #pragma unroll
         for (int j = 0; j < NW; ++j) w[j] = row[j];
@@ -113,7 +125,7 @@ portcv_separable_filter(const unsigned char* __restrict__ src, OutT* __restrict_
             const int t = s_kx[k];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const int b = k * C + e;
+                const int b = D0 + k * C + e;
                 a[e] += t * (int)((w[b >> 2] >> ((b & 3) * 8)) & 255u);
             }
         }

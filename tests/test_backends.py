@@ -145,6 +145,7 @@ def test_every_cuda_source_ships_with_the_package():
 
     shipped = {p.name for p in resources.files("portcv.backends").joinpath("cuda").iterdir() if p.name.endswith(".cu")}
     assert {"color.cu", "filters.cu"} <= shipped
+    assert resources.files("portcv.backends").joinpath("cuda", "common.cuh").is_file()
     for name in shipped:
         text = resources.files("portcv.backends").joinpath("cuda", name).read_text()
         assert "portcv_" in text  # kernel names carry the portcv_ prefix

@@ -113,3 +113,20 @@ def taps(value: Any, name: str, *, max_len: int = 63) -> tuple[int, ...]:
         else:
             raise TypeError(f"{name} must hold integers (fixed-point taps), got dtype {arr.dtype}")
     return tuple(int(v) for v in arr)
+
+
+def has_channels(img: Any, channel_axis: Any) -> bool:
+    """Resolve ``channel_axis`` for an ``(..., H, W)`` / ``(..., H, W, C)`` image.
+
+    ``-1``: channels last. ``None``: no channel axis (leading axes are a batch of planes).
+    ``"auto"``: an array of 3+ dimensions whose last axis has at most 4 entries has channels.
+    """
+    if isinstance(channel_axis, str) and channel_axis == "auto":
+        return img.ndim >= 3 and img.shape[-1] <= 4
+    if channel_axis is None:
+        return False
+    if isinstance(channel_axis, int) and not isinstance(channel_axis, bool) and channel_axis == -1:
+        if img.ndim < 3:
+            raise ValueError(f"channel_axis=-1 needs an (..., H, W, C) image, got shape {tuple(img.shape)}")
+        return True
+    raise ValueError(f"channel_axis must be 'auto', None or -1 (channels last), got {channel_axis!r}")

@@ -13,167 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _validate
-from ._kernel import kernel
+from . import _border, _validate
+from ._border import BORDERS
+from ._separable import MAX_TAPS, OUT_DTYPES, check_accumulator, separable_filter_kernel
 
 __all__ = ["sep_filter", "gaussian_blur", "gaussian_taps_q8", "box_blur", "BORDERS"]
-
-#: Border modes, named as in OpenCV (``BORDER_REFLECT_101``, ``BORDER_REPLICATE``, ``BORDER_CONSTANT``).
-BORDERS = ("reflect101", "replicate", "constant")
-_BORDER_CODE = {name: i for i, name in enumerate(BORDERS)}
-MAX_TAPS = 31
-_OUT_DTYPES = {"uint8": (0, 255), "int16": (-32768, 32767), "int32": (-(2**31), 2**31 - 1)}
-_CUDA_TYPE = {"uint8": "unsigned char", "int16": "short", "int32": "int"}
-_FINISH_CODE = {"shift": 0, "box_multiply": 1, "box_float32": 2}
-
-
-# --------------------------------------------------------------------------------------------
-# Border handling (one place; filters.cu's remap() is the same rule on the device)
-# --------------------------------------------------------------------------------------------
-def _border_indices(n: int, before: int, after: int, border: str) -> np.ndarray:
-    """Source index for each of the ``before + n + after`` padded positions; -1 = constant.
-
-    reflect101 reflects without repeating the edge (``dcb|abcd|cba``) and keeps reflecting when
-    the padding is longer than the axis (period ``2(n-1)``), like ``np.pad(mode="reflect")``.
-    """
-    i = np.arange(-before, n + after)
-    inside = (i >= 0) & (i < n)
-    if border == "reflect101":
-        if n == 1:
-            return np.zeros_like(i)
-        period = 2 * (n - 1)
-        m = np.mod(i, period)
-        return np.where(m < n, m, period - m)
-    if border == "replicate":
-        return np.clip(i, 0, n - 1)
-    return np.where(inside, i, -1)
-
-
-def _correlate_axis(xp: Any, x: Any, taps: tuple[int, ...], axis: int, border: str, value: int) -> Any:
-    """Exact integer correlation of int32 ``x`` with ``taps`` along ``axis`` (anchor = k // 2)."""
-    axis = axis % x.ndim
-    n = x.shape[axis]
-    before = len(taps) // 2
-    idx = _border_indices(n, before, len(taps) - 1 - before, border)
-    if border == "constant":
-        pad_shape = list(x.shape)
-        pad_shape[axis] = 1
-        x = xp.concat([x, xp.full(tuple(pad_shape), value, dtype=x.dtype)], axis=axis)
-        idx = np.where(idx < 0, n, idx)
-    padded = xp.take(x, xp.asarray(idx.astype(np.int32)), axis=axis)
-    acc = None
-    for i, t in enumerate(taps):
-        if t == 0:
-            continue
-        window = [slice(None)] * x.ndim
-        window[axis] = slice(i, i + n)
-        term = padded[tuple(window)] * t
-        acc = term if acc is None else acc + term
-    if acc is None:
-        acc = xp.zeros(padded[tuple(slice(0, n) if a == axis else slice(None) for a in range(x.ndim))].shape, dtype=x.dtype)
-    return acc
-
-
-def _finish(xp: Any, acc: Any, finish: tuple) -> Any:
-    """The one rounding step of a filter (int32 accumulator -> output dtype)."""
-    mode, p0, p1, out = finish
-    if mode == "shift":
-        if p0 > 0:
-            acc = (acc + (1 << (p0 - 1))) >> p0  # round half up; >> is arithmetic for int32
-        lo, hi = _OUT_DTYPES[out]
-        if out != "int32":
-            acc = xp.clip(acc, lo, hi)  # OpenCV's saturate_cast, requested by the caller's dtype
-        return xp.astype(acc, getattr(xp, out))
-    if mode == "box_multiply":
-        # OpenCV's blur for area <= 256: ((s + dd) * ds) >> 23 in uint32 (no overflow: s <= 255*256).
-        scaled = xp.astype(acc + p0, xp.uint32) * p1
-        return xp.astype(scaled >> 23, xp.uint8)
-    # box_float32 (area > 256): rint_even(float32(s) * float32(1/A)), as OpenCV's row body does.
-    # One IEEE multiply: nothing to contract into an FMA, so every backend rounds alike.
-    inv_area = xp.asarray(np.asarray(p1, dtype=np.uint32).view(np.float32))
-    return xp.astype(xp.round(xp.astype(acc, xp.float32) * inv_area), xp.uint8)
-
-
-@kernel("separable_filter")
-def separable_filter_kernel(
-    xp: Any, img: Any, *, kx: tuple, ky: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
-) -> Any:
-    """Portable separable filter: horizontal taps, vertical taps (int32, exact), one rounding."""
-    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
-    acc = xp.astype(img, xp.int32)
-    acc = _correlate_axis(xp, acc, kx, x_axis, border, border_value)
-    # Rows outside a constant border are all `value`, so after the horizontal pass they hold value*sum(kx).
-    acc = _correlate_axis(xp, acc, ky, y_axis, border, border_value * sum(kx))
-    return _finish(xp, acc, finish)
-
-
-@separable_filter_kernel.override("cupy")
-def _separable_filter_cupy(
-    img: Any, *, kx: tuple, ky: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
-) -> Any:
-    import cupy
-
-    from .backends.cupy import cuda_function, device_constant
-
-    channels = img.shape[-1] if has_channels else 1
-    if not 1 <= channels <= 4 or len(kx) > MAX_TAPS or len(ky) > MAX_TAPS:
-        return NotImplemented
-    mode, p0, p1, out_name = finish
-    # 32-row tiles halve the vertical halo's share; big kernels use 16 to stay under 48 KB of shared memory.
-    tile_h = 16 if len(ky) > 15 or len(kx) * channels > 64 else 32
-    fn = cuda_function(
-        "filters.cu",
-        f"portcv_separable_filter<{len(kx)},{len(ky)},{channels},{_CUDA_TYPE[out_name]},{_FINISH_CODE[mode]},{tile_h}>",
-    )
-    img = cupy.ascontiguousarray(img)
-    out = cupy.empty(img.shape, dtype=out_name)
-    shape = img.shape
-    H, W = shape[-3:-1] if has_channels else shape[-2:]
-    planes = img.size // (H * W * channels)
-    args = (
-        np.int32(H), np.int32(W), device_constant(kx), device_constant(ky),
-        np.int32(_BORDER_CODE[border]), np.int32(border_value), np.int32(p0), np.int32(p1),
-    )
-    grid_xy = ((W * channels + 127) // 128, (H + tile_h - 1) // tile_h)
-    if planes <= 65535:
-        fn(grid_xy + (planes,), (256,), (img, out) + args)
-        return out
-    src, dst = img.reshape(planes, -1), out.reshape(planes, -1)
-    for start in range(0, planes, 65535):  # gridDim.z limit
-        stop = min(planes, start + 65535)
-        fn(grid_xy + (stop - start,), (256,), (src[start:stop], dst[start:stop]) + args)
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Argument handling shared by the public filters
-# --------------------------------------------------------------------------------------------
-def _has_channels(img: Any, channel_axis: Any) -> bool:
-    """``"auto"``: an array of 3+ dims whose last axis has at most 4 entries is ``(..., H, W, C)``."""
-    if channel_axis == "auto":
-        return img.ndim >= 3 and img.shape[-1] <= 4
-    if channel_axis is None:
-        return False
-    if channel_axis == -1:
-        if img.ndim < 3:
-            raise ValueError(f"channel_axis=-1 needs an (..., H, W, C) image, got shape {tuple(img.shape)}")
-        return True
-    raise ValueError(f"channel_axis must be 'auto', None or -1 (channels last), got {channel_axis!r}")
-
-
-def _check_border(border: Any, border_value: Any) -> tuple[str, int]:
-    border = _validate.choice(border, "border", BORDERS)
-    border_value = _validate.integer(border_value, "border_value", low=0, high=255)
-    return border, border_value
-
-
-def _check_accumulator(kx: tuple, ky: tuple, rounding: int) -> None:
-    bound = sum(abs(t) for t in kx) * sum(abs(t) for t in ky) * 255 + rounding
-    if bound > 2**31 - 1:
-        raise ValueError(
-            f"kx/ky: sum(|kx|) * sum(|ky|) * 255 = {bound - rounding} would overflow the int32 "
-            "accumulator; use smaller taps"
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,14 +77,14 @@ def sep_filter(
     kx = _validate.taps(kx, "kx", max_len=MAX_TAPS)
     ky = _validate.taps(ky, "ky", max_len=MAX_TAPS)
     shift = _validate.integer(shift, "shift", low=0, high=30)
-    border, border_value = _check_border(border, border_value)
-    has_channels = _has_channels(img, channel_axis)
+    border, border_value = _border.check(border, border_value)
+    has_channels = _validate.has_channels(img, channel_axis)
     rounding = (1 << (shift - 1)) if shift else 0
-    _check_accumulator(kx, ky, rounding)
+    check_accumulator(kx, ky, rounding)
     if dtype is None:
         fits = min(kx) >= 0 and min(ky) >= 0 and sum(kx) * sum(ky) <= (1 << shift)
         dtype = "uint8" if fits else "int32"
-    dtype = _validate.choice(dtype, "dtype", tuple(_OUT_DTYPES))
+    dtype = _validate.choice(dtype, "dtype", tuple(OUT_DTYPES))
     return separable_filter_kernel(
         img, kx=kx, ky=ky, has_channels=has_channels, border=border, border_value=border_value,
         finish=("shift", shift, 0, dtype),
@@ -334,8 +178,8 @@ def gaussian_blur(
     kw, kh = _gaussian_ksize(kw, sigma), _gaussian_ksize(kh, sigma_y)
     if kw > MAX_TAPS or kh > MAX_TAPS:
         raise ValueError(f"sigma: the derived kernel size ({kw}, {kh}) exceeds {MAX_TAPS}; pass a smaller sigma or ksize")
-    border, border_value = _check_border(border, border_value)
-    has_channels = _has_channels(img, channel_axis)
+    border, border_value = _border.check(border, border_value)
+    has_channels = _validate.has_channels(img, channel_axis)
     height, width = img.shape[-3:-1] if has_channels else img.shape[-2:]
     if border != "constant":  # OpenCV shrinks the kernel of a 1-pixel axis, except for constant borders
         kw, kh = (1 if width == 1 else kw), (1 if height == 1 else kh)
@@ -404,8 +248,8 @@ def box_blur(
     """
     img = _validate.image(image)
     kw, kh = _validate.kernel_size(ksize, "ksize", odd=False, low=1, high=MAX_TAPS)
-    border, border_value = _check_border(border, border_value)
-    has_channels = _has_channels(img, channel_axis)
+    border, border_value = _border.check(border, border_value)
+    has_channels = _validate.has_channels(img, channel_axis)
     return separable_filter_kernel(
         img, kx=(1,) * kw, ky=(1,) * kh, has_channels=has_channels, border=border,
         border_value=border_value, finish=_box_finish(kw * kh),

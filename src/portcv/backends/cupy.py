@@ -71,9 +71,13 @@ class CupyBackend(Backend):
         return f"cuda:{dev.id} ({name.decode() if isinstance(name, bytes) else name})"
 
 
+def _cuda_dir() -> Any:
+    return resources.files("portcv.backends").joinpath("cuda")
+
+
 @functools.lru_cache(maxsize=None)
 def _source(filename: str) -> str:
-    return resources.files("portcv.backends").joinpath("cuda", filename).read_text()
+    return _cuda_dir().joinpath(filename).read_text()
 
 
 def current_device_id() -> int:
@@ -86,7 +90,10 @@ def current_device_id() -> int:
 def _function(filename: str, name_expression: str, device_id: int) -> Any:
     import cupy
 
-    module = cupy.RawModule(code=_source(filename), options=NVRTC_OPTIONS, name_expressions=(name_expression,))
+    with resources.as_file(_cuda_dir()) as include_dir:  # for #include "common.cuh"
+        options = NVRTC_OPTIONS + (f"-I{include_dir}",)
+        module = cupy.RawModule(code=_source(filename), options=options, name_expressions=(name_expression,))
+        module.compile()
     return module.get_function(name_expression)
 
 

@@ -2,6 +2,11 @@
 
 The portable array-API code is traced as it is; parameters that shape the computation are
 static arguments, so each (shape, parameters) pair compiles once.
+
+Loading this backend turns on ``jax_enable_x64``: exact integer results need int64 (squared
+integral images, large histograms, packed indices), and without it JAX silently truncates
+64-bit integers to 32 bits. Code of your own that relies on JAX's 32-bit defaults should pass
+explicit dtypes.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ class JaxBackend(Backend):
             import jax.numpy as jnp
         except ImportError as exc:
             raise BackendUnavailableError(f"backend 'jax' needs the jax package ({exc}); {self.install_hint}") from exc
+        jax.config.update("jax_enable_x64", True)
         jax.devices()  # fails early, with JAX's own message, if no platform initializes
         return jnp
 

@@ -45,7 +45,7 @@ def images(
 ) -> tuple[np.ndarray, Any]:
     """``(image, channel_axis)``: uint8 images ``(H, W)``, ``(H, W, C)`` or batches of them, 1x1 up to odd non-multiple-of-32 sizes.
 
-    Pixels come from a seeded generator (fast for big arrays); half the examples are
+    Pixels come from a seeded generator (fast for big arrays); a third of the examples are
     low-contrast so that rounding ties and small sums are common.
     """
     h = draw(st.integers(1, max_h))

@@ -96,6 +96,11 @@ def test_missing_backend_says_what_to_install():
     assert portcv.backend().name == "numpy"  # a failed use() leaves the default alone
 
 
+def test_unregistered_backend_objects_are_refused():
+    with pytest.raises(ValueError, match="not registered"):
+        portcv.use(type("Unlisted", (NumpyBackend,), {"name": "unlisted"})())
+
+
 def test_register_refuses_duplicates_and_non_backends():
     with pytest.raises(ValueError, match="already registered"):
         backends.register(NumpyBackend())

@@ -49,7 +49,7 @@ def test_rgb_to_gray_weighted_is_the_report_formula_in_fixed_point():
 @given(data=rgb_images)
 def test_rgb_to_gray_equals_opencv(data):
     img, _ = data
-    flat = img.reshape((-1,) + img.shape[-2:]) if img.ndim == 3 else img.reshape((-1,) + img.shape[-2:])
+    flat = img.reshape((-1,) + img.shape[-2:])  # cv2 takes one (H, W, 3) image: stack batches as rows
     ref = cv2.cvtColor(np.ascontiguousarray(flat), cv2.COLOR_RGB2GRAY).reshape(img.shape[:-1])
     assert_same_bits(ref, color.rgb_to_gray(img))
 

@@ -170,6 +170,7 @@ GRAY = np.zeros((6, 7), np.uint8)
         (lambda: filters.sep_filter(GRAY, [1], [1], -1), ValueError, "shift"),
         (lambda: filters.sep_filter(GRAY, [1], [1], 31), ValueError, "shift"),
         (lambda: filters.sep_filter(GRAY, [100000], [100000], 0), ValueError, "overflow"),
+        (lambda: filters.sep_filter(GRAY, [2**40], [0], 0), ValueError, "overflow"),
         (lambda: filters.sep_filter(GRAY, [1], [1], 0, dtype="float32"), ValueError, "dtype"),
         (lambda: filters.gaussian_taps_q8(4, 1.0), ValueError, "odd"),
     ],

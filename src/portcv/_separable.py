@@ -23,11 +23,13 @@ _FINISH_CODE = {"shift": 0, "box_multiply": 1, "box_float32": 2}
 
 def check_accumulator(kx: tuple, ky: tuple, rounding: int) -> None:
     """Refuse taps whose worst-case sum over uint8 pixels could overflow the int32 accumulator."""
-    bound = sum(abs(t) for t in kx) * sum(abs(t) for t in ky) * 255 + rounding
+    # Both the horizontal intermediate and the final sum must fit int32.
+    horizontal = sum(abs(t) for t in kx) * 255
+    bound = max(horizontal, horizontal * sum(abs(t) for t in ky)) + rounding
     if bound > 2**31 - 1:
         raise ValueError(
-            f"kx/ky: sum(|kx|) * sum(|ky|) * 255 = {bound - rounding} would overflow the int32 "
-            "accumulator; use smaller taps"
+            f"kx/ky: the worst-case sum over uint8 pixels ({bound - rounding}) would overflow the "
+            "int32 accumulator; use smaller taps"
         )
 
 
@@ -117,6 +119,8 @@ def _separable_filter_cupy(
         np.int32(BORDER_CODE[border]), np.int32(border_value), np.int32(p0), np.int32(p1),
     )
     grid_xy = ((W * channels + 127) // 128, (H + tile_h - 1) // tile_h)
+    if grid_xy[1] > 65535:  # gridDim.y limit: images over ~1M rows run the portable version
+        return NotImplemented
     if planes <= 65535:
         fn(grid_xy + (planes,), (256,), (img, out) + args)
         return out

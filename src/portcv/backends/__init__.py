@@ -162,6 +162,8 @@ def registered_backends() -> list[str]:
 def get(name: str | Backend) -> Backend:
     """The backend called ``name``, loaded; clear errors for unknown or unavailable ones."""
     if isinstance(name, Backend):
+        if _REGISTRY.get(name.name) is not name:
+            raise ValueError(f"backend {name.name!r} is not registered; call portcv.backends.register() first")
         return name.load()
     if not isinstance(name, str):
         raise TypeError(f"backend name must be a str, got {type(name).__name__}")

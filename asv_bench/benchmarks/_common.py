@@ -1,0 +1,172 @@
+"""Shared machinery of the portcv asv suite: parameter values, inputs, synchronized timing.
+
+Every class has a ``backend`` parameter. Its values are the portcv backends (:data:`BACKENDS`)
+and, where the operation has one, a peer implementation: :data:`OPENCV` (``cv2`` on NumPy
+arrays, on the host) and :data:`CUPYX` (``cupyx.scipy.ndimage`` on CuPy arrays). The parameter
+lists are the same on every machine, so results from a laptop and from a GPU box line up; a
+value that cannot run here raises ``NotImplementedError`` in ``setup``, which asv records as
+skipped.
+
+Inputs are made once per ``asv run`` by the shared :meth:`Benchmark.setup_cache` (asv keys a
+setup cache by where the function is defined, so every subclass shares this one) and saved as
+``.npy`` files in the working directory asv gives the benchmarks; each ``setup`` loads only the
+size it needs, so ``peakmem_`` figures do not carry the other sizes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+import portcv
+import portcv.backends
+
+#: portcv backends; each runs portcv's own code.
+BACKENDS = ["numpy", "jax", "cupy"]
+#: Host peer: OpenCV on NumPy arrays (default OpenCV threading, as users get it).
+OPENCV = "opencv"
+#: GPU peer: cupyx.scipy.ndimage on CuPy arrays.
+CUPYX = "cupyx"
+
+#: Frame sizes by name ("WxH"); values are array shapes (H, W).
+SIZES = {"640x480": (480, 640), "1920x1080": (1080, 1920), "3840x2160": (2160, 3840)}
+SIZE_NAMES = list(SIZES)
+
+# The portcv backend whose arrays a peer takes (and whose block() waits for it).
+_ARRAYS_OF = {OPENCV: "numpy", CUPYX: "cupy"}
+# The module a peer needs besides its array backend.
+_PEER_MODULE = {OPENCV: "cv2", CUPYX: "cupyx.scipy.ndimage"}
+
+
+# --------------------------------------------------------------------------------------------
+# Backends
+# --------------------------------------------------------------------------------------------
+def array_backend(backend: str) -> str:
+    """The portcv backend that holds the arrays of ``backend`` (a peer's, or its own)."""
+    return _ARRAYS_OF.get(backend, backend)
+
+
+def require(backend: str) -> portcv.Backend:
+    """The loaded portcv backend behind ``backend``; ``NotImplementedError`` (asv: skip) if absent."""
+    try:
+        b = portcv.backends.get(array_backend(backend))
+    except portcv.BackendUnavailableError as exc:
+        raise NotImplementedError(f"backend {backend!r} unavailable: {exc}") from exc
+    if backend in _PEER_MODULE:
+        peer_module(backend)
+    return b
+
+
+def peer_module(backend: str) -> Any:
+    """The module of peer ``backend`` (cv2, cupyx.scipy.ndimage); ``NotImplementedError`` if absent."""
+    name = _PEER_MODULE[backend]
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise NotImplementedError(f"peer {backend!r} needs {name} ({exc})") from exc
+
+
+def prepare(backend: str, array: np.ndarray) -> Any:
+    """``array`` moved once to ``backend``'s device (skips the benchmark if it cannot run here)."""
+    b = require(backend)
+    with portcv.using(b.name):
+        return portcv.asarray(array)
+
+
+def run(backend: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` under ``backend``, waited for (CuPy synchronize, JAX block_until_ready)."""
+    with portcv.using(array_backend(backend)) as b:
+        return b.block(fn(*args, **kwargs))
+
+
+def nbytes(array: Any) -> int:
+    return int(array.size) * np.dtype(array.dtype).itemsize
+
+
+class Operation:
+    """``fn`` bound to its inputs on one backend and warmed up; ``op()`` runs it to completion.
+
+    The warm-up call in the constructor (that is, in ``setup``) keeps JIT compilation (JAX) and
+    kernel compilation and loading (CuPy) out of the timed region.
+    """
+
+    def __init__(self, backend: str, fn: Callable, *arrays: np.ndarray) -> None:
+        self.backend = backend
+        self.fn = fn
+        self.arrays = tuple(prepare(backend, a) for a in arrays)
+        out = self()
+        #: Compulsory memory traffic: every input byte read once, every output byte written once.
+        self.traffic_bytes = sum(nbytes(a) for a in self.arrays) + nbytes(out)
+
+    def __call__(self) -> Any:
+        return run(self.backend, self.fn, *self.arrays)
+
+    def bandwidth_gbs(self, *, min_calls: int = 3, max_calls: int = 100, budget_s: float = 0.5) -> float:
+        """Achieved bandwidth: compulsory bytes / median wall time of one synchronized call, in GB/s.
+
+        At least ``min_calls`` timed calls, more (up to ``max_calls``) while under ``budget_s``.
+        """
+        times: list[float] = []
+        while len(times) < min_calls or (len(times) < max_calls and sum(times) < budget_s):
+            t0 = time.perf_counter()
+            self()
+            times.append(time.perf_counter() - t0)
+        return round(self.traffic_bytes / statistics.median(times) / 1e9, 3)
+
+
+def not_supported(backend: str, what: str) -> None:
+    """Skip a parameter combination that ``backend`` has no implementation for."""
+    raise NotImplementedError(f"{backend!r} has no {what}")
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+def _input_path(kind: str, size: str) -> str:
+    return f"portcv_bench_{kind}_{size}.npy"
+
+
+def _make_rgb(size: str) -> np.ndarray:
+    h, w = SIZES[size]
+    return portcv.data.synthetic_rgb(h, w, seed=0)
+
+
+def _make_gray(rgb: np.ndarray) -> np.ndarray:
+    with portcv.using("numpy"):
+        return portcv.to_numpy(portcv.color.rgb_to_gray(rgb))
+
+
+def make_inputs() -> None:
+    """Save every size's RGB and gray input in the working directory (synthetic_rgb takes ~4 s at 4K)."""
+    for size in SIZES:
+        rgb = _make_rgb(size)
+        np.save(_input_path("rgb", size), rgb)
+        np.save(_input_path("gray", size), _make_gray(rgb))
+
+
+def rgb_image(size: str) -> np.ndarray:
+    """``synthetic_rgb(h, w, seed=0)`` for ``size`` (H, W, 3 uint8 NumPy): saved copy, or made now."""
+    path = _input_path("rgb", size)
+    return np.load(path) if os.path.exists(path) else _make_rgb(size)
+
+
+def gray_image(size: str) -> np.ndarray:
+    """The gray (weighted, NumPy) version of :func:`rgb_image` (H, W uint8 NumPy)."""
+    path = _input_path("gray", size)
+    return np.load(path) if os.path.exists(path) else _make_gray(_make_rgb(size))
+
+
+class Benchmark:
+    """Base of every benchmark class: the shared input cache and a timeout that allows for JIT."""
+
+    timeout = 180
+
+    def setup_cache(self) -> None:
+        make_inputs()
+
+    setup_cache.timeout = 300

@@ -19,7 +19,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 python3 -c "import cupy, jax, cv2, numpy; print('cupy', cupy.__version__, 'jax', jax.__version__, jax.devices(), 'cv2', cv2.__version__, 'numpy', numpy.__version__)" | tee -a "$OUT/gpu.txt"
 status=0
 if [ "${1:-all}" != "bench" ]; then
-  python3 -m pytest tests --backends numpy,cupy,jax -p no:cacheprovider -q -rs 2>&1 | tee "$OUT/pytest.txt"
+  # PYTEST_ARGS, e.g. "-n 8" (pytest-xdist) to spread the suite over CPU cores.
+  python3 -m pytest --backends numpy,cupy,jax -p no:cacheprovider -q -rs ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest.txt"
   status=${PIPESTATUS[0]}
 fi
 if [ "${1:-all}" != "tests" ]; then

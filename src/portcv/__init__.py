@@ -13,6 +13,7 @@ backend is first used.
 from __future__ import annotations
 
 from . import color, data, filters
+from . import transform
 from .backends import (
     Backend,
     BackendUnavailableError,
@@ -36,6 +37,7 @@ __all__ = [
     "color",
     "data",
     "filters",
+    "transform",
     "register",
     "to_numpy",
     "use",

@@ -41,3 +41,20 @@ def border_indices(n: int, before: int, after: int, border: str) -> np.ndarray:
     if border == "replicate":
         return np.clip(i, 0, n - 1)
     return np.where(inside, i, -1)
+
+
+def pad_axis(xp: Any, x: Any, axis: int, before: int, after: int, border: str, value: int) -> Any:
+    """``x`` extended by ``before`` and ``after`` positions along ``axis`` by the border rule.
+
+    One gather (``xp.take``) with a host-built index table; for ``constant``, the gather reads
+    one appended slice of ``value`` (in ``x``'s dtype).
+    """
+    axis = axis % x.ndim
+    n = x.shape[axis]
+    idx = border_indices(n, before, after, border)
+    if border == "constant":
+        pad_shape = list(x.shape)
+        pad_shape[axis] = 1
+        x = xp.concat([x, xp.full(tuple(pad_shape), value, dtype=x.dtype)], axis=axis)
+        idx = np.where(idx < 0, n, idx)
+    return xp.take(x, xp.asarray(idx.astype(np.int32)), axis=axis)

@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from ._border import BORDER_CODE, border_indices
+from ._border import BORDER_CODE, pad_axis
 from ._kernel import kernel
 
 #: Longest 1-D kernel; the CUDA tile's shared memory is sized for it.
 MAX_TAPS = 31
 OUT_DTYPES = {"uint8": (0, 255), "int16": (-32768, 32767), "int32": (-(2**31), 2**31 - 1)}
 _CUDA_TYPE = {"uint8": "unsigned char", "int16": "short", "int32": "int"}
-_FINISH_CODE = {"shift": 0, "box_multiply": 1, "box_float32": 2}
+_FINISH_CODE = {"shift": 0, "box_multiply": 1, "box_float32": 2, "floor_div": 3}
 
 
 def check_accumulator(kx: tuple, ky: tuple, rounding: int) -> None:
@@ -38,13 +38,7 @@ def _correlate_axis(xp: Any, x: Any, taps: tuple[int, ...], axis: int, border: s
     axis = axis % x.ndim
     n = x.shape[axis]
     before = len(taps) // 2
-    idx = border_indices(n, before, len(taps) - 1 - before, border)
-    if border == "constant":
-        pad_shape = list(x.shape)
-        pad_shape[axis] = 1
-        x = xp.concat([x, xp.full(tuple(pad_shape), value, dtype=x.dtype)], axis=axis)
-        idx = np.where(idx < 0, n, idx)
-    padded = xp.take(x, xp.asarray(idx.astype(np.int32)), axis=axis)
+    padded = pad_axis(xp, x, axis, before, len(taps) - 1 - before, border, value)
     acc = None
     for i, t in enumerate(taps):
         if t == 0:
@@ -68,6 +62,10 @@ def _finish(xp: Any, acc: Any, finish: tuple) -> Any:
         if out != "int32":
             acc = xp.clip(acc, lo, hi)  # OpenCV's saturate_cast, requested by the caller's dtype
         return xp.astype(acc, getattr(xp, out))
+    if mode == "floor_div":
+        # The webcam report's truncating mean: floor(acc / p0), p0 > 0, exact integer division.
+        lo, hi = OUT_DTYPES[out]
+        return xp.astype(xp.clip(acc // p0, lo, hi), getattr(xp, out))
     if mode == "box_multiply":
         # OpenCV's blur for area <= 256: ((s + dd) * ds) >> 23 in uint32 (no overflow: s <= 255*256).
         scaled = xp.astype(acc + p0, xp.uint32) * p1

@@ -130,3 +130,31 @@ def has_channels(img: Any, channel_axis: Any) -> bool:
             raise ValueError(f"channel_axis=-1 needs an (..., H, W, C) image, got shape {tuple(img.shape)}")
         return True
     raise ValueError(f"channel_axis must be 'auto', None or -1 (channels last), got {channel_axis!r}")
+
+
+def taps2d(value: Any, name: str, *, max_size: int = 31) -> tuple[tuple[int, ...], ...]:
+    """A 2-D array of small integers (a non-separable filter kernel), as nested tuples (static).
+
+    Any backend's array, a NumPy array or nested lists; it is read on the host (it is a
+    parameter, not image data). Floats are accepted only when every value is an integer.
+    """
+    if owner_of(value) is not None and not isinstance(value, np.ndarray):
+        from .backends import to_numpy
+
+        value = to_numpy(value)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise ValueError(f"{name} must be a 2-D array of integers, got {type(value).__name__} ({exc})") from exc
+    if arr.ndim != 2 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array of integers, got shape {arr.shape}")
+    if arr.shape[0] > max_size or arr.shape[1] > max_size:
+        raise ValueError(f"{name} may be at most {max_size}x{max_size}, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            if np.abs(arr).max() >= 2**63:
+                raise ValueError(f"{name} holds values too large for the int32 accumulator")
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"{name} must hold integers (fixed-point taps), got dtype {arr.dtype}")
+    return tuple(tuple(int(v) for v in row) for row in arr)

@@ -14,24 +14,7 @@
 
 #include "common.cuh"
 
-enum Finish { ROUND_SHIFT = 0, BOX_MULTIPLY = 1, BOX_FLOAT32 = 2 };
-
-// ROUND_SHIFT: (acc + 2^(s-1)) >> s (round half up; arithmetic shift), saturated to OutT.
-// BOX_MULTIPLY: OpenCV's blur for window area A <= 256: ((acc + dd) * ds) >> 23 in uint32.
-// BOX_FLOAT32: OpenCV's blur for A > 256: rint(float32(acc) * float32(1/A)), p1 = the float's
-// bits. A lone multiply (no add to contract) with round-half-even is IEEE-exact everywhere.
-template <typename OutT, int F>
-__device__ __forceinline__ OutT finish(int acc, int p0, int p1) {
-    if constexpr (F == ROUND_SHIFT) {
-        if (p0 > 0) acc = (acc + (1 << (p0 - 1))) >> p0;
-        acc = max(Limits<OutT>::lo, min(Limits<OutT>::hi, acc));
-        return (OutT)acc;
-    } else if constexpr (F == BOX_MULTIPLY) {
-        return (OutT)(((unsigned int)(acc + p0) * (unsigned int)p1) >> 23);
-    } else {
-        return (OutT)__float2int_rn(__fmul_rn((float)acc, __int_as_float(p1)));
-    }
-}
+// finish() and the Finish codes (the one rounding step) live in common.cuh.
 
 // TILE_H (16 or 32 rows) is chosen by the launcher so that shared memory stays under 48 KB.
 template <int KX, int KY, int C, typename OutT, int F, int TILE_H>

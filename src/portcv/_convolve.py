@@ -1,0 +1,100 @@
+"""The direct 2-D filter kernel: a non-separable integer correlation, then one rounding.
+
+The Rice paper's direct form (section II-A, eq. 1): every output sums ``KH * KW`` products, the
+``O(MNk^2)`` cost its Table I measures against the separable ``O(MNk)`` of Table II. Used for
+kernels that do not factor (user kernels, the webcam report's 2-D Gaussian). The portable
+array-API version (NumPy reference, JAX under jit) and its CuPy override, which runs
+``cuda/convolve.cu``; both finish with ``_separable._finish`` / ``finish()`` of ``common.cuh``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._border import BORDER_CODE, pad_axis
+from ._kernel import kernel
+from ._separable import _CUDA_TYPE, _FINISH_CODE, _finish
+
+#: Largest kernel side; the CUDA tile's shared memory is sized for it.
+MAX_SIZE = 31
+#: Output rows per CUDA thread (the tile is 8 thread rows high: 32 rows).
+_ROWS_PER_THREAD = 4
+_TILE_H = 8 * _ROWS_PER_THREAD
+
+
+def check_accumulator(taps: tuple[tuple[int, ...], ...], rounding: int) -> None:
+    """Refuse a kernel whose worst-case sum over uint8 pixels could overflow the int32 accumulator.
+
+    Every partial sum of ``sum_ji k[j][i] * p`` is bounded by ``sum |k| * 255`` (0 <= p <= 255),
+    and the rounding term is added once at the end.
+    """
+    bound = sum(abs(t) for row in taps for t in row) * 255 + rounding
+    if bound > 2**31 - 1:
+        raise ValueError(
+            f"kernel: the worst-case sum over uint8 pixels ({bound - rounding}) would overflow the "
+            "int32 accumulator; use smaller taps"
+        )
+
+
+@kernel("convolve2d")
+def convolve2d_kernel(
+    xp: Any, img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
+) -> Any:
+    """Portable direct 2-D correlation: ``acc = sum_j sum_i taps[j][i] * img[y+j-ay, x+i-ax]``
+    (int32, exact; anchor ``(kh // 2, kw // 2)``), then the one rounding of ``finish``."""
+    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
+    kh, kw = len(taps), len(taps[0])
+    height, width = img.shape[y_axis], img.shape[x_axis]
+    x = xp.astype(img, xp.int32)
+    # Constant borders: the corner blocks are `value` too, as in a constant-padded image.
+    x = pad_axis(xp, x, x_axis, kw // 2, kw - 1 - kw // 2, border, border_value)
+    x = pad_axis(xp, x, y_axis, kh // 2, kh - 1 - kh // 2, border, border_value)
+    tail = (slice(None),) if has_channels else ()
+    acc = None
+    for j, row in enumerate(taps):  # the only Python loops: over taps
+        for i, t in enumerate(row):
+            if t == 0:
+                continue
+            term = x[(..., slice(j, j + height), slice(i, i + width)) + tail] * t
+            acc = term if acc is None else acc + term
+    if acc is None:
+        acc = xp.zeros(img.shape, dtype=xp.int32)
+    return _finish(xp, acc, finish)
+
+
+@convolve2d_kernel.override("cupy")
+def _convolve2d_cupy(
+    img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
+) -> Any:
+    import cupy
+
+    from .backends.cupy import cuda_function, device_constant
+
+    channels = img.shape[-1] if has_channels else 1
+    kh, kw = len(taps), len(taps[0])
+    if not 1 <= channels <= 4 or kh > MAX_SIZE or kw > MAX_SIZE:
+        return NotImplemented
+    shape = img.shape
+    H, W = shape[-3:-1] if has_channels else shape[-2:]
+    grid_xy = ((W * channels + 127) // 128, (H + _TILE_H - 1) // _TILE_H)
+    if grid_xy[1] > 65535:  # gridDim.y limit: images over ~2M rows run the portable version
+        return NotImplemented
+    mode, p0, p1, out_name = finish
+    fn = cuda_function(
+        "convolve.cu", f"portcv_convolve2d<{kw},{kh},{channels},{_CUDA_TYPE[out_name]},{_FINISH_CODE[mode]}>"
+    )
+    img = cupy.ascontiguousarray(img)
+    out = cupy.empty(shape, dtype=out_name)
+    flat_taps = tuple(t for row in taps for t in row)
+    args = (
+        np.int32(H), np.int32(W), device_constant(flat_taps),
+        np.int32(BORDER_CODE[border]), np.int32(border_value), np.int32(p0), np.int32(p1),
+    )
+    planes = img.size // (H * W * channels)
+    src, dst = img.reshape(planes, -1), out.reshape(planes, -1)
+    for start in range(0, planes, 65535):  # gridDim.z limit
+        stop = min(planes, start + 65535)
+        fn(grid_xy + (stop - start,), (256,), (src[start:stop], dst[start:stop]) + args)
+    return out

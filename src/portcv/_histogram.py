@@ -1,0 +1,367 @@
+"""Histogram, global thresholds and binarization kernels: the webcam report's section 8.
+
+The report binarizes a frame in five steps (section 8): gray, histogram (8.2), the two largest
+bins (8.3), their mean as the threshold (8.4), ``> threshold`` to 255 (8.5). Each step is a
+kernel here, working on every frame of a batch at once and keeping every intermediate (the
+histograms, the thresholds) on the device, so a pipeline never waits for the host.
+
+* ``histogram``: exact counts per frame (and channel). Portable: one stable sort of per-frame
+  keys and a ``searchsorted`` of every key value (memory O(pixels), never pixels x bins; NumPy
+  sorts uint8/uint16 keys with a radix sort). JAX: an integer scatter-add (XLA sorts slowly on
+  the CPU). CuPy: ``cuda/histogram.cu``, per-warp shared-memory sub-histograms merged with one
+  64-bit atomic per bin per block (integer atomics commute, so the counts are exact in any order).
+* ``threshold_two_peaks``: the report's two-maxima rule, with its three readings (see
+  :data:`RULES`). Portable vectorized closed forms (the GPU rule replays its tree reduction);
+  CuPy transcribes the loops, one thread per histogram.
+* ``threshold_otsu``: OpenCV's ``getThreshVal_Otsu`` in the same IEEE double operations in the
+  same order (where two thresholds have exactly equal variance, OpenCV's rounding picks the
+  winner, so an exact integer formulation would differ there). NumPy (the portable version) rounds every operation; the JAX
+  override runs the 256 steps in ``lax.scan`` and pins each product's rounding so XLA cannot
+  contract ``a*b + c`` into an FMA; CuPy uses ``__dmul_rn``-style intrinsics.
+* ``binarize``: ``255 if pixel > threshold else 0`` with a threshold per frame (and channel).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from ._kernel import kernel
+
+#: Bin counts a histogram may have: the divisors of 256 (bin = value * bins // 256).
+BINS = tuple(1 << k for k in range(9))
+#: Readings of the report's two-maxima threshold (section 8.3), see ``portcv.color.threshold_two_peaks``.
+RULES = ("two_largest", "report_cpu", "report_gpu")
+#: FLT_EPSILON (2^-23) as OpenCV's Otsu compares it, promoted to double.
+FLT_EPSILON = 2.0**-23
+
+
+def _shape_parts(shape: tuple, has_channels: bool) -> tuple[tuple, int, int]:
+    """(leading axes, pixels per frame, channels) of an ``(..., H, W[, C])`` shape."""
+    if has_channels:
+        return shape[:-3], shape[-3] * shape[-2], shape[-1]
+    return shape[:-2], shape[-2] * shape[-1], 1
+
+
+# --------------------------------------------------------------------------------------------
+# histogram
+# --------------------------------------------------------------------------------------------
+@kernel("histogram")
+def histogram_kernel(xp: Any, img: Any, *, bins: int, has_channels: bool) -> Any:
+    """Counts (int64) of ``value >> (8 - log2 bins)`` per frame and channel: sort, then search."""
+    lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
+    frames = math.prod(lead)
+    n_keys = frames * channels * bins
+    shift = 8 - (bins.bit_length() - 1)
+    # key = (frame * channels + channel) * bins + bin: the sort groups every (frame, channel, bin).
+    # The narrowest key type that holds n_keys - 1 keeps NumPy on its radix sort (8/16-bit keys).
+    key_dtype = xp.uint8 if n_keys <= 2**8 else xp.uint16 if n_keys <= 2**16 else xp.int32 if n_keys <= 2**31 else xp.int64
+    key = xp.astype(img >> shift, key_dtype) if shift else xp.astype(img, key_dtype)
+    if n_keys > bins:
+        key = xp.reshape(key, (frames, pixels, channels))
+        # Offsets are built in int64 (no Python-scalar overflow) and fit key_dtype: < n_keys.
+        base = (xp.reshape(xp.arange(frames, dtype=xp.int64) * (channels * bins), (frames, 1, 1))
+                + xp.reshape(xp.arange(channels, dtype=xp.int64) * bins, (1, 1, channels)))
+        key = key + xp.astype(base, key_dtype)
+    key = xp.sort(xp.reshape(key, (-1,)), stable=True)
+    # upto[k] = #(key <= k); the counts are its first differences.
+    upto = xp.astype(xp.searchsorted(key, xp.arange(n_keys, dtype=key_dtype), side="right"), xp.int64)
+    counts = xp.concat([upto[:1], upto[1:] - upto[:-1]])
+    return xp.reshape(counts, lead + ((channels, bins) if has_channels else (bins,)))
+
+
+@functools.lru_cache(maxsize=None)
+def _histogram_jax_compiled(bins: int, has_channels: bool) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    def run(img: Any) -> Any:
+        lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
+        frames = math.prod(lead)
+        shift = 8 - (bins.bit_length() - 1)
+        key = jnp.reshape(jnp.right_shift(img, shift).astype(jnp.int32), (frames, pixels, channels))
+        base = (jnp.arange(frames, dtype=jnp.int32) * (channels * bins))[:, None, None] + (
+            jnp.arange(channels, dtype=jnp.int32) * bins
+        )[None, None, :]
+        # Scatter-add of ones: integer additions commute, so the counts are exact however XLA
+        # orders them (atomics on a GPU). A bin holds < 2^31 pixels of one frame: int32 is enough.
+        counts = jnp.zeros(frames * channels * bins, jnp.int32).at[jnp.reshape(key + base, (-1,))].add(1)
+        return jnp.reshape(counts.astype(jnp.int64), lead + ((channels, bins) if has_channels else (bins,)))
+
+    return jax.jit(run)
+
+
+@histogram_kernel.override("jax")
+def _histogram_jax(img: Any, *, bins: int, has_channels: bool) -> Any:
+    # XLA's CPU sort takes ~1 s for a 4K frame; its scatter-add takes milliseconds.
+    return _histogram_jax_compiled(bins, has_channels)(img)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_id: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
+
+
+@histogram_kernel.override("cupy")
+def _histogram_cupy(img: Any, *, bins: int, has_channels: bool) -> Any:
+    import cupy
+
+    from .backends.cupy import cuda_function, current_device_id
+
+    lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
+    if channels > 4:  # the kernel's shared memory holds 4 channels
+        return NotImplemented
+    img = cupy.ascontiguousarray(img)
+    frames = math.prod(lead)
+    frame_bytes = pixels * channels
+    hist = cupy.zeros((frames, channels, bins), dtype=cupy.int64)
+    fn = cuda_function("histogram.cu", f"portcv_histogram<{channels}>")
+    # At least 8 uint4 vectors per thread (256 threads), and about 4 blocks per SM in all.
+    per_frame = max(1, min(-(-(frame_bytes // 16) // (256 * 8)), (4 * _sm_count(current_device_id())) // frames))
+    src = img.reshape(frames, frame_bytes)
+    shift = 8 - (bins.bit_length() - 1)
+    for start in range(0, frames, 65535):  # gridDim.y limit
+        stop = min(frames, start + 65535)
+        fn((per_frame, stop - start), (256,),
+           (src[start:stop], hist[start:stop], np.int64(frame_bytes), np.int32(shift), np.int32(bins)))
+    return hist.reshape(lead + ((channels, bins) if has_channels else (bins,)))
+
+
+# --------------------------------------------------------------------------------------------
+# threshold_two_peaks
+# --------------------------------------------------------------------------------------------
+@kernel("threshold_two_peaks")
+def two_peaks_kernel(xp: Any, hist: Any, *, rule: str) -> Any:
+    """The report's ``(first + second) / 2`` clamped to [50, 200], per 256-bin histogram (int64)."""
+    h = xp.astype(hist, xp.int64)
+    idx = xp.arange(256, dtype=xp.int64)
+    if rule == "report_gpu":
+        # Section 8.3.2's reduction replayed: at offset o, slot t < o takes slot t + o's count and
+        # index when strictly larger. Slots 0 and 1 end with the best even and the best odd bin.
+        val = h
+        ind = xp.broadcast_to(idx, h.shape)
+        o = 128
+        while o > 1:
+            take = val[..., :o] < val[..., o : 2 * o]
+            val = xp.where(take, val[..., o : 2 * o], val[..., :o])
+            ind = xp.where(take, ind[..., o : 2 * o], ind[..., :o])
+            o //= 2
+        first, second = ind[..., 0], ind[..., 1]
+    else:
+        # Section 8.3.1's loop keeps the later index on equal counts (`>=`), so the first peak is
+        # the LAST bin holding the largest count.
+        top = xp.max(h, axis=-1, keepdims=True)
+        first = xp.max(xp.where(h == top, idx, -1), axis=-1)
+        before = idx < first[..., None]
+        if rule == "report_cpu":
+            # As printed, `sec_max = max` runs after `max = histogram[i]`, so the `else if` is
+            # dead and the second index is the previous record: the last bin before the first
+            # peak holding the largest count before it (-1 if the peak is bin 0).
+            left = xp.max(xp.where(before, h, -1), axis=-1, keepdims=True)
+            second = xp.max(xp.where(before & (h == left), idx, -1), axis=-1)
+        else:
+            # The intended loop: the second largest count S among the other bins; on equal counts
+            # the loop keeps a bin before the peak (the last such, demoted by `>=`), else the
+            # first one after it (`>` is strict there).
+            rest = xp.max(xp.where(idx != first[..., None], h, -1), axis=-1, keepdims=True)
+            left = xp.max(xp.where(before & (h == rest), idx, -1), axis=-1)
+            right = xp.min(xp.where((idx > first[..., None]) & (h == rest), idx, 256), axis=-1)
+            second = xp.where(left >= 0, left, right)
+    # C's `/` truncates toward zero; floor differs only for first + second == -1 (first = 0,
+    # no second), and both then clamp to 50.
+    # asarray: NumPy reduces a single histogram to a scalar; callers get a 0-d array.
+    return xp.asarray(xp.clip((first + second) // 2, 50, 200))
+
+
+@two_peaks_kernel.override("cupy")
+def _two_peaks_cupy(hist: Any, *, rule: str) -> Any:
+    import cupy
+
+    from .backends.cupy import cuda_function
+
+    lead = tuple(hist.shape[:-1])
+    h = cupy.ascontiguousarray(hist.astype(cupy.int64, copy=False)).reshape(-1, 256)
+    planes = h.shape[0]
+    out = cupy.empty(planes, dtype=cupy.int64)
+    fn = cuda_function("histogram.cu", f"portcv_two_peaks<{RULES.index(rule)}>")
+    fn(((planes + 127) // 128,), (128,), (h, out, np.int32(planes)))
+    return out.reshape(lead)
+
+
+# --------------------------------------------------------------------------------------------
+# threshold_otsu
+# --------------------------------------------------------------------------------------------
+@kernel("threshold_otsu")
+def otsu_kernel(xp: Any, hist: Any) -> Any:
+    """OpenCV's getThreshVal_Otsu on each 256-bin histogram: int64 thresholds.
+
+    Transcribed operation by operation (modules/imgproc/src/thresh.cpp, OpenCV 4.x)::
+
+        mu = sum(i * h[i]) * scale            # scale = 1. / N
+        for i: p = h[i] * scale; mu1 *= q1; q1 += p; q2 = 1. - q1
+               if min(q1, q2) < FLT_EPSILON or max(q1, q2) > 1. - FLT_EPSILON: continue
+               mu1 = (mu1 + i * p) / q1; mu2 = (mu - q1 * mu1) / q2
+               sigma = q1 * q2 * (mu1 - mu2) * (mu1 - mu2)
+               if sigma > max_sigma: max_sigma = sigma; max_val = i
+
+    NumPy rounds each operation to double (no FMA). The 256 steps run as a Python loop over the
+    bins, vectorized over the histograms; JAX and CuPy have overrides.
+    """
+    h = xp.astype(hist, xp.int64)
+    n = xp.sum(h, axis=-1)
+    # OpenCV accumulates mu from integers in double; every partial sum is an integer below
+    # 255 * 2^31 < 2^53, so it is exact and equals the int64 sum.
+    s = xp.sum(h * xp.arange(256, dtype=xp.int64), axis=-1)
+    hf = xp.astype(h, xp.float64)
+    scale = 1.0 / xp.astype(n, xp.float64)
+    mu = xp.astype(s, xp.float64) * scale
+    mu1 = xp.zeros_like(scale)
+    q1 = xp.zeros_like(scale)
+    max_sigma = xp.zeros_like(scale)
+    max_val = xp.zeros(n.shape, dtype=xp.int64)
+    for i in range(256):
+        p = hf[..., i] * scale
+        mu1_q1 = mu1 * q1
+        q1 = q1 + p
+        q2 = 1.0 - q1
+        skip = (xp.minimum(q1, q2) < FLT_EPSILON) | (xp.maximum(q1, q2) > 1.0 - FLT_EPSILON)
+        # Skipped steps keep mu1 = mu1 * q1, as OpenCV's `continue` does; their divisions are
+        # discarded, so divide by 1 there to stay finite.
+        new_mu1 = (mu1_q1 + float(i) * p) / xp.where(skip, 1.0, q1)
+        mu2 = (mu - q1 * new_mu1) / xp.where(skip, 1.0, q2)
+        d = new_mu1 - mu2
+        sigma = q1 * q2 * d * d
+        better = ~skip & (sigma > max_sigma)
+        max_sigma = xp.where(better, sigma, max_sigma)
+        max_val = xp.where(better, i, max_val)
+        mu1 = xp.where(skip, mu1_q1, new_mu1)
+    return xp.asarray(max_val)  # a 0-d array, not a NumPy scalar, for a single histogram
+
+
+@functools.lru_cache(maxsize=None)
+def _otsu_jax_compiled() -> Any:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def run(hist: Any) -> Any:
+        lead = hist.shape[:-1]
+        h = jnp.reshape(hist.astype(jnp.int64), (-1, 256))
+        n = jnp.sum(h, axis=-1)
+        s = jnp.sum(h * jnp.arange(256, dtype=jnp.int64), axis=-1)
+        # XLA (CPU and GPU) contracts a*b + c into an FMA, which rounds once where OpenCV rounds
+        # twice. XOR-ing a product's bits with a zero the compiler cannot see (n < 2^31, so
+        # n >> 62 == 0) makes it a rounded double that no add can fuse with.
+        hidden_zero = jnp.right_shift(n, 62)
+
+        def rounded(x: Any) -> Any:
+            bits = lax.bitcast_convert_type(x, jnp.int64)
+            return lax.bitcast_convert_type(jnp.bitwise_xor(bits, hidden_zero), jnp.float64)
+
+        scale = 1.0 / n.astype(jnp.float64)
+        mu = rounded(s.astype(jnp.float64) * scale)
+
+        def step(carry: tuple, xs: tuple) -> tuple:
+            mu1, q1, max_sigma, max_val = carry
+            count, i = xs
+            p = rounded(count * scale)
+            mu1_q1 = rounded(mu1 * q1)
+            q1 = q1 + p
+            q2 = 1.0 - q1
+            skip = (jnp.minimum(q1, q2) < FLT_EPSILON) | (jnp.maximum(q1, q2) > 1.0 - FLT_EPSILON)
+            new_mu1 = (mu1_q1 + rounded(i.astype(jnp.float64) * p)) / jnp.where(skip, 1.0, q1)
+            mu2 = (mu - rounded(q1 * new_mu1)) / jnp.where(skip, 1.0, q2)
+            d = new_mu1 - mu2
+            sigma = q1 * q2 * d * d
+            better = ~skip & (sigma > max_sigma)
+            carry = (
+                jnp.where(skip, mu1_q1, new_mu1),
+                q1,
+                jnp.where(better, sigma, max_sigma),
+                jnp.where(better, i, max_val),
+            )
+            return carry, None
+
+        zero = jnp.zeros(n.shape, jnp.float64)
+        init = (zero, zero, zero, jnp.zeros(n.shape, jnp.int64))
+        xs = (jnp.transpose(h).astype(jnp.float64), jnp.arange(256, dtype=jnp.int64))
+        (_, _, _, max_val), _ = lax.scan(step, init, xs)
+        return jnp.reshape(max_val, lead)
+
+    return jax.jit(run)
+
+
+@otsu_kernel.override("jax")
+def _otsu_jax(hist: Any) -> Any:
+    # The portable loop would unroll 256 steps under jit (seconds to compile) and let XLA fuse
+    # products into FMAs; this scan compiles once per shape and rounds like OpenCV.
+    return _otsu_jax_compiled()(hist)
+
+
+@otsu_kernel.override("cupy")
+def _otsu_cupy(hist: Any) -> Any:
+    import cupy
+
+    from .backends.cupy import cuda_function
+
+    lead = tuple(hist.shape[:-1])
+    h = cupy.ascontiguousarray(hist.astype(cupy.int64, copy=False)).reshape(-1, 256)
+    planes = h.shape[0]
+    out = cupy.empty(planes, dtype=cupy.int64)
+    fn = cuda_function("histogram.cu", "portcv_otsu<256>")
+    fn(((planes + 127) // 128,), (128,), (h, out, np.int32(planes)))
+    return out.reshape(lead)
+
+
+# --------------------------------------------------------------------------------------------
+# binarize
+# --------------------------------------------------------------------------------------------
+@kernel("binarize")
+def binarize_kernel(xp: Any, img: Any, *thresholds: Any, scalar: int | None, has_channels: bool) -> Any:
+    """255 where ``img > threshold`` else 0 (uint8). ``thresholds``: one integer array that
+    broadcasts to the leading axes (plus channels), or none and the Python int ``scalar``."""
+    if thresholds:
+        lead, _, channels = _shape_parts(tuple(img.shape), has_channels)
+        target = lead + ((channels,) if has_channels else ())
+        t = xp.broadcast_to(thresholds[0], target)
+        t = xp.reshape(t, lead + ((1, 1, channels) if has_channels else (1, 1)))
+        # uint8 against any integer type promotes to a type holding both: the comparison is exact.
+        above = img > t
+    else:
+        above = img > scalar
+    return xp.astype(above, xp.uint8) * 255
+
+
+@binarize_kernel.override("cupy")
+def _binarize_cupy(img: Any, *thresholds: Any, scalar: int | None, has_channels: bool) -> Any:
+    import cupy
+
+    from .backends.cupy import cuda_function, launch_1d
+
+    lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
+    if channels > 4:
+        return NotImplemented
+    img = cupy.ascontiguousarray(img)
+    if img.data.ptr % 16:  # the kernel reads 16-byte vectors
+        img = img.copy()
+    out = cupy.empty(img.shape, dtype=cupy.uint8)
+    frame_bytes = pixels * channels
+    if thresholds:
+        t = thresholds[0]
+        if t.dtype == cupy.uint64:
+            t = cupy.minimum(t, 255)  # only the comparison with bytes matters; keep it in int64 range
+        # (frames * channels,) int64: frame f, channel c at f * channels + c.
+        t = cupy.broadcast_to(t.astype(cupy.int64, copy=False), lead + ((channels,) if has_channels else ()))
+        thr = cupy.ascontiguousarray(t).reshape(-1)
+        fn = cuda_function("histogram.cu", f"portcv_binarize<{channels},true>")
+    else:
+        thr = np.uint64(0)  # a null pointer; the kernel uses `scalar`
+        fn = cuda_function("histogram.cu", f"portcv_binarize<{channels},false>")
+    grid, block = launch_1d(max(img.size // 16, 1))
+    fn(grid, block, (img, out, thr, np.int32(scalar or 0), np.int32(frame_bytes), np.int32(img.size)))
+    return out

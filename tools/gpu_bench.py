@@ -149,7 +149,8 @@ def main() -> None:
                 expected = fn(host) if name not in GPU_ONLY or h < 1000 else on_gpu
             for got, want in zip(on_gpu if isinstance(on_gpu, tuple) else (on_gpu,),
                                  expected if isinstance(expected, tuple) else (expected,)):
-                assert np.array_equal(portcv.to_numpy(got), want), f"{name} {label}: cupy differs from numpy"
+                got, want = portcv.to_numpy(got), portcv.to_numpy(want)
+                assert got.dtype == want.dtype and np.array_equal(got, want), f"{name} {label}: cupy differs from numpy"
             if peer is not None:
                 xc = cupy.asarray(host)
                 row["cupyx_ms"] = gpu_time_ms(lambda: peer(xc))[0]

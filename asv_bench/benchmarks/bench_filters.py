@@ -143,3 +143,14 @@ class SepFilter(Benchmark):
         return self.op.bandwidth_gbs()
 
     track_sep_filter_bandwidth.unit = "GB/s"
+
+
+class KernelTaps:
+    """Host-side Q8 Gaussian taps (``gaussian_taps_q8``): float64 exp + error diffusion, per call."""
+
+    params = [[3, 5, 15, 31]]
+    param_names = ["ksize"]
+
+    def time_gaussian_taps_q8(self, ksize):
+        portcv.filters._gaussian_taps_q8.cache_clear()  # time the computation, not the cache
+        portcv.filters.gaussian_taps_q8(ksize, 1.7)

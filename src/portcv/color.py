@@ -20,7 +20,7 @@ _METHODS = ("weighted", "average")
 
 
 @kernel("rgb_to_gray")
-def rgb_to_gray_kernel(xp: Any, rgb: Any, *, method: str) -> Any:
+def _rgb_to_gray_kernel(xp: Any, rgb: Any, *, method: str) -> Any:
     r = xp.astype(rgb[..., 0], xp.int32)
     g = xp.astype(rgb[..., 1], xp.int32)
     b = xp.astype(rgb[..., 2], xp.int32)
@@ -32,7 +32,7 @@ def rgb_to_gray_kernel(xp: Any, rgb: Any, *, method: str) -> Any:
     return xp.astype(y, xp.uint8)
 
 
-@rgb_to_gray_kernel.override("cupy")
+@_rgb_to_gray_kernel.override("cupy")
 def _rgb_to_gray_cupy(rgb: Any, *, method: str) -> Any:
     import cupy
 
@@ -78,7 +78,7 @@ def rgb_to_gray(image: Any, *, method: str = "weighted") -> Any:
     """
     img = _validate.image(image, min_ndim=3, channels=(3,))
     method = _validate.choice(method, "method", _METHODS)
-    return rgb_to_gray_kernel(img, method=method)
+    return _rgb_to_gray_kernel(img, method=method)
 
 
 # --------------------------------------------------------------------------------------------
@@ -451,7 +451,7 @@ def binarize_auto(image: Any, *, method: str = "two_peaks", channel_axis: Any = 
         channels = img.shape[-1]
         if channels not in (1, 3, 4):
             raise ValueError(f"image must be gray, RGB or RGBA (1, 3 or 4 channels), got shape {tuple(img.shape)}")
-        gray = img[..., 0] if channels == 1 else rgb_to_gray_kernel(img[..., :3], method="weighted")
+        gray = img[..., 0] if channels == 1 else _rgb_to_gray_kernel(img[..., :3], method="weighted")
     else:
         gray = img
     hist = _histogram.histogram_kernel(gray, bins=256, has_channels=False)

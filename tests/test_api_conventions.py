@@ -8,7 +8,7 @@ import pytest
 
 import portcv
 
-DOMAIN_MODULES = [portcv.color, portcv.filters, portcv.transform]
+DOMAIN_MODULES = [portcv.color, portcv.filters, portcv.transform, portcv.edges, portcv.codec, portcv.draw]
 PUBLIC = [
     (mod.__name__, name, getattr(mod, name))
     for mod in DOMAIN_MODULES
@@ -21,7 +21,10 @@ PUBLIC = [
 def test_public_function_conventions(module, name, fn):
     params = list(inspect.signature(fn).parameters.values())
     takes_image = params and params[0].name == "image"
-    if name not in {"gaussian_taps_q8", "gaussian_kernel", "pack_pyramid", "threshold_two_peaks"}:
+    if name not in {"gaussian_taps_q8", "gaussian_kernel", "pack_pyramid", "threshold_two_peaks",
+                    "magnitude", "direction_sector",  # edges: these take (gx, gy)
+                    "delta_encode", "delta_decode",  # codec: (frame, reference) / (reference, diffs, ...)
+                    "heatmap", "noise_map", "heatmap_colors", "glyph_atlas"}:  # draw: (previous, current) / tables
         assert takes_image, f"{module}.{name}: the image comes first and is called `image`"
     for p in params:
         if p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.KEYWORD_ONLY:

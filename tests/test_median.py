@@ -4,6 +4,8 @@ default border equals cv2.medianBlur bit-for-bit."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -40,13 +42,13 @@ def test_median_filter_same_bits_on_every_backend(backend, data, k, border, valu
     matches_numpy(backend, filters.median_filter, img, k, border=border, border_value=value, channel_axis=axis)
 
 
-def test_median_filter_row_chunks_change_nothing(backend, monkeypatch):
-    """The portable code filters large inputs in row chunks; force many small ones."""
+@pytest.mark.parametrize("k", [5, 15])
+def test_median_filter_rgb_equals_opencv_on_every_backend(backend, k):
+    """An RGB frame on each backend, with a small and the largest window (k = 15: 7 border pixels a side)."""
     img = portcv.data.synthetic_rgb(29, 23, seed=4)
-    ref = cv2.medianBlur(img, 5)
-    monkeypatch.setattr(portcv._median, "CHUNK_ELEMENTS", 25 * 23 * 3 * 3)  # 3 rows per chunk
+    ref = cv2.medianBlur(img, k)
     with portcv.using(backend):
-        assert_same_bits(ref, filters.median_filter(img, 5))
+        assert_same_bits(ref, filters.median_filter(img, k))
 
 
 # ---------------------------------------------------------------- the algorithm
@@ -79,34 +81,84 @@ def test_median_filter_equals_opencv_on_tiny_images(k, shape):
     assert_same_bits(cv2.medianBlur(img, k).reshape(shape), filters.median_filter(img, k))
 
 
-# ---------------------------------------------------------------- the CUDA networks
-def _network(name: str) -> list[tuple[int, int]]:
+# ---------------------------------------------------------------- the CUDA circuits
+def _define(name: str) -> int:
+    return int(re.search(rf"#define {name} (\d+)", MEDIAN_CU.read_text()).group(1))
+
+
+def _circuit(k: int) -> tuple[list[tuple[str, int, int, int]], dict[tuple[int, int], int]]:
+    """The tile{k} block of median.cu: its gates (kind, dst, a, b) and outputs {(x, y): value}."""
     text = MEDIAN_CU.read_text()
-    body = re.search(rf"BEGIN {name} \*/(.*?)/\* END {name}", text, re.S).group(1)
-    return [(int(a), int(b)) for a, b in re.findall(r"X\((\d+), (\d+)\)", body)]
+    body = re.search(rf"BEGIN tile{k} \*/(.*?)/\* END tile{k}", text, re.S).group(1)
+    gates = [(kind, int(d), int(a), int(b)) for kind, d, a, b in re.findall(r"(MIN|MAX)\((\d+), (\d+), (\d+)\)", body)]
+    outputs = {(int(x), int(y)): int(v) for x, y, v in re.findall(r"OUT\((\d+), (\d+), (\d+)\)", body)}
+    return gates, outputs
 
 
-@pytest.mark.parametrize("name, n, exchanges", [("median9", 9, 19), ("median25", 25, 99)])
-def test_cuda_selection_networks_select_the_median(name, n, exchanges):
-    """0-1 principle: a comparator network leaves the rank-(n // 2) value on wire n // 2 for every
-    input iff it does for all 2^n inputs of zeros and ones. Input i sets wire j to bit j of i;
-    inputs are packed 64 to a uint64 word (the low 6 bits of i index the bit in the word)."""
-    net = _network(name)
-    assert len(net) == exchanges
-    words = np.arange(1 << (n - 6), dtype=np.uint64)
-    in_word = [0xAAAAAAAAAAAAAAAA, 0xCCCCCCCCCCCCCCCC, 0xF0F0F0F0F0F0F0F0, 0xFF00FF00FF00FF00,
-               0xFFFF0000FFFF0000, 0xFFFFFFFF00000000]
-    wires = [np.full(words.shape, in_word[j], np.uint64) if j < 6
-             else np.where((words >> np.uint64(j - 6)) & np.uint64(1), ~np.uint64(0), np.uint64(0))
-             for j in range(n)]
-    for a, b in net:
-        wires[a], wires[b] = wires[a] & wires[b], wires[a] | wires[b]
-    # The median of n zeros and ones is 1 iff at least n // 2 + 1 of them are ones: input
-    # (word w, bit b) needs popcount(b) >= n // 2 + 1 - popcount(w); at_least[t] marks those b.
+@pytest.mark.parametrize("k", [3, 5])
+def test_cuda_median_circuits_select_the_median(k):
+    """Each OUT value of median.cu's tile circuit is the median of its own window, for every input.
+
+    A circuit of min and max gates commutes with every threshold t -> [t >= c], so (0-1
+    principle) it selects the rank-(n // 2) value of its inputs for all inputs iff it does for
+    all 2^n inputs of zeros and ones. Each output's gates are rewritten over its window's
+    variables (input (x + i, y + j) of the footprint is variable j * k + i; an input outside the
+    window fails the test) into interned (kind, operand, operand) nodes, so outputs that compute
+    the same expression share one node. Every node is then evaluated on all 2^(k*k) 0-1
+    assignments at once, bit-sliced (variables 0..5 index the bit of a uint64 word, the rest
+    the word), and each output must be 1 iff at least n // 2 + 1 variables are 1."""
+    tx, ty = _define("NETWORK_TX"), _define("NETWORK_TY")
+    fw, fh = tx + k - 1, ty + k - 1
+    n_in, n = fw * fh, k * k
+    gates, outputs = _circuit(k)
+    assert sorted(outputs) == [(x, y) for x in range(tx) for y in range(ty)]
+    assert _define(f"PORTCV_MEDIAN_TILE{k}_VALUES") == n_in + len(gates)
+    assert [d for _, d, _, _ in gates] == list(range(n_in, n_in + len(gates)))  # each value set once, in order
+    assert all(a < d and b < d for _, d, a, b in gates)  # operands are set before they are read
+
+    nodes: dict[tuple, int] = {("var", i): i for i in range(n)}  # interned; operands come first
+    roots = set()
+    for (x, y), out in outputs.items():
+        window = {(y + j) * fw + x + i: j * k + i for j in range(k) for i in range(k)}
+        node = {}
+        for v in range(n_in):
+            if v in window:
+                node[v] = window[v]
+        for kind, d, a, b in gates:
+            if a in node and b in node:  # else d does not depend on the window alone: not this output's
+                key = (kind, min(node[a], node[b]), max(node[a], node[b]))
+                node[d] = nodes.setdefault(key, len(nodes))
+        assert out in node, f"output {(x, y)} reads inputs outside its window"
+        roots.add(node[out])
+
+    in_word = np.array([0xAAAAAAAAAAAAAAAA, 0xCCCCCCCCCCCCCCCC, 0xF0F0F0F0F0F0F0F0, 0xFF00FF00FF00FF00,
+                        0xFFFF0000FFFF0000, 0xFFFFFFFF00000000], np.uint64)
     at_least = np.array([sum(1 << b for b in range(64) if bin(b).count("1") >= t) for t in range(8)], np.uint64)
-    need = np.clip(n // 2 + 1 - np.bitwise_count(words).astype(np.int64), 0, 7)  # 7: no b qualifies
-    expected = at_least[need]
-    np.testing.assert_array_equal(wires[n // 2], expected)
+    ops = list(nodes)[n:]
+    last_use = {}
+    for i, (_, a, b) in enumerate(ops):
+        last_use[a] = last_use[b] = n + i
+    chunk = min(1 << 14, 1 << max(0, n - 6))  # words per pass: 128 KB per value
+    for start in range(0, 1 << max(0, n - 6), chunk):
+        words = np.arange(start, start + chunk, dtype=np.uint64)
+        value = {i: np.full(chunk, in_word[i]) if i < 6
+                 else np.where((words >> np.uint64(i - 6)) & np.uint64(1), ~np.uint64(0), np.uint64(0))
+                 for i in range(n)}
+        need = np.clip(n // 2 + 1 - np.bitwise_count(words).astype(np.int64), 0, 7)  # 7: no bit qualifies
+        for i, (kind, a, b) in enumerate(ops, start=n):
+            value[i] = (np.bitwise_and if kind == "MIN" else np.bitwise_or)(value[a], value[b])
+            for operand in {a, b}:
+                if last_use[operand] == i and operand not in roots:
+                    del value[operand]
+            if i in roots:
+                np.testing.assert_array_equal(value[i], at_least[need])
+
+
+def test_cuda_median_circuits_are_generated():
+    """median.cu's tile blocks are what tools/median_networks.py generates."""
+    tool = Path(__file__).resolve().parents[1] / "tools" / "median_networks.py"
+    result = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, "median.cu is out of date: run tools/median_networks.py"
 
 
 # ---------------------------------------------------------------- bad input

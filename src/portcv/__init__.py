@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from . import color, data, filters
 from . import transform
+from . import edges
+from . import motion, video
+from . import codec
+from . import draw
 from .backends import (
     Backend,
     BackendUnavailableError,
@@ -34,9 +38,14 @@ __all__ = [
     "asarray",
     "available_backends",
     "backend",
+    "codec",
+    "draw",
     "color",
     "data",
+    "edges",
     "filters",
+    "motion",
+    "video",
     "transform",
     "register",
     "to_numpy",

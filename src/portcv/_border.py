@@ -46,15 +46,40 @@ def border_indices(n: int, before: int, after: int, border: str) -> np.ndarray:
 def pad_axis(xp: Any, x: Any, axis: int, before: int, after: int, border: str, value: int) -> Any:
     """``x`` extended by ``before`` and ``after`` positions along ``axis`` by the border rule.
 
-    One gather (``xp.take``) with a host-built index table; for ``constant``, the gather reads
-    one appended slice of ``value`` (in ``x``'s dtype).
+    Static slices joined by one ``concat`` (reflect101: reversed slices ``x[before:0:-1]`` and
+    ``x[n-2:n-2-after:-1]``; replicate: the edge slice broadcast; constant: a block of ``value``
+    in ``x``'s dtype), so under ``jit`` the padding fuses into its consumer (XLA fuses concat,
+    reverse and slices; a gather would not fuse and is slow on GPUs). A reflect101 pad longer
+    than ``n - 1`` reflects more than once: that rare case falls back to one gather
+    (``xp.take``) of :func:`border_indices`.
     """
     axis = axis % x.ndim
     n = x.shape[axis]
-    idx = border_indices(n, before, after, border)
-    if border == "constant":
-        pad_shape = list(x.shape)
-        pad_shape[axis] = 1
-        x = xp.concat([x, xp.full(tuple(pad_shape), value, dtype=x.dtype)], axis=axis)
-        idx = np.where(idx < 0, n, idx)
-    return xp.take(x, xp.asarray(idx.astype(np.int32)), axis=axis)
+    if before == 0 and after == 0:
+        return x
+
+    def part(start: int, stop: int) -> Any:
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(start, stop)
+        return x[tuple(index)]
+
+    def block(source: Any, length: int) -> Any:  # ``source`` (length 1 along axis) repeated
+        shape = list(x.shape)
+        shape[axis] = length
+        return xp.broadcast_to(source, tuple(shape))
+
+    if border == "reflect101" and n > 1:
+        if before > n - 1 or after > n - 1:  # reflects more than once: gather
+            idx = border_indices(n, before, after, border)
+            return xp.take(x, xp.asarray(idx.astype(np.int32)), axis=axis)
+        # dcb|abcd|cba: the `before` elements after the first, the `after` elements before the last, reversed.
+        left = xp.flip(part(1, before + 1), axis=axis) if before else None
+        right = xp.flip(part(n - 1 - after, n - 1), axis=axis) if after else None
+    elif border == "constant":
+        fill = xp.full((1,) * x.ndim, value, dtype=x.dtype)
+        left = block(fill, before) if before else None
+        right = block(fill, after) if after else None
+    else:  # replicate, and reflect101 of a single element (it reflects onto itself)
+        left = block(part(0, 1), before) if before else None
+        right = block(part(n - 1, n), after) if after else None
+    return xp.concat([p for p in (left, x, right) if p is not None], axis=axis)

@@ -47,9 +47,10 @@ def convolve2d_kernel(
     y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
     kh, kw = len(taps), len(taps[0])
     height, width = img.shape[y_axis], img.shape[x_axis]
-    x = xp.astype(img, xp.int32)
+    # The border is added to the uint8 image (static slices + concat, see pad_axis; a quarter of
+    # int32's bytes) and each tap's window is widened to int32 before its product.
     # Constant borders: the corner blocks are `value` too, as in a constant-padded image.
-    x = pad_axis(xp, x, x_axis, kw // 2, kw - 1 - kw // 2, border, border_value)
+    x = pad_axis(xp, img, x_axis, kw // 2, kw - 1 - kw // 2, border, border_value)
     x = pad_axis(xp, x, y_axis, kh // 2, kh - 1 - kh // 2, border, border_value)
     tail = (slice(None),) if has_channels else ()
     acc = None
@@ -57,7 +58,7 @@ def convolve2d_kernel(
         for i, t in enumerate(row):
             if t == 0:
                 continue
-            term = x[(..., slice(j, j + height), slice(i, i + width)) + tail] * t
+            term = xp.astype(x[(..., slice(j, j + height), slice(i, i + width)) + tail], xp.int32) * t
             acc = term if acc is None else acc + term
     if acc is None:
         acc = xp.zeros(img.shape, dtype=xp.int32)

@@ -4,99 +4,67 @@ The webcam report's tiled median filter (section 6.5): every output pixel is the
 of its sorted k x k window. The portable version (NumPy reference, JAX under jit) finds that
 value by counting instead of sorting: for uint8 data the median of ``N = k*k`` values
 (``N`` odd) is the largest ``v`` with ``#{x < v} <= N // 2``, found bit by bit from the top
-(8 steps, each a count over the window). The CuPy override runs ``cuda/median.cu``: selection
-networks for k = 3, 5 and Huang's sliding histogram for k = 7..15.
+(8 steps, each a count over the window: ``k*k`` compares of static slices of one padded
+image, which XLA fuses into elementwise passes under ``jit``). The CuPy override runs
+``cuda/median.cu``: generated min/max circuits that sort the pixels shared by a tile's windows
+once, for k = 3, 5, and Huang's sliding histogram (4 outputs per histogram) for k = 7..15.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from ._border import BORDER_CODE, border_indices
+from ._border import BORDER_CODE, pad_axis
 from ._kernel import kernel
 
 #: Window sizes: odd, 3 to 15 (a 15 x 15 window holds 225 values, so counts fit uint8).
 MIN_KSIZE, MAX_KSIZE = 3, 15
-#: Largest window array one step of the portable version builds (k*k values per pixel of a row
-#: chunk, uint8): 32 MiB, so a 4K gray frame with k = 15 is filtered in 38-row chunks.
-CHUNK_ELEMENTS = 2**25
-#: At most this many row chunks (bounds the traced graph under jit for huge batches).
-MAX_CHUNKS = 64
 
 # Launch geometry of cuda/median.cu (its #defines).
-_TILE_W = 128
-_NETWORK_THREADS, _NETWORK_TILE_H = 256, 8
-_HISTOGRAM_THREADS, _HISTOGRAM_STRIP = 128, 32
-
-
-def _window_indices(n: int, k: int, border: str) -> np.ndarray:
-    """``(k, n)`` int32: source index of tap ``d`` of output ``i`` along an axis of length ``n``
-    (``n`` = the appended constant slot under ``border='constant'``)."""
-    padded = border_indices(n, k // 2, k - 1 - k // 2, border)
-    padded = np.where(padded < 0, n, padded)
-    return padded[np.arange(k)[:, None] + np.arange(n)[None, :]].astype(np.int32)
-
-
-def _append_constant(xp: Any, x: Any, axis: int, value: int) -> Any:
-    shape = list(x.shape)
-    shape[axis] = 1
-    return xp.concat([x, xp.full(tuple(shape), value, dtype=x.dtype)], axis=axis)
-
-
-def _chunk_rows(k: int, lead: tuple, height: int, width: int, tail: tuple) -> int:
-    per_row = k * k * math.prod(lead) * width * math.prod(tail)
-    rows = max(1, CHUNK_ELEMENTS // per_row)
-    return min(height, max(rows, -(-height // MAX_CHUNKS)))
+_NETWORK_THREADS, _NETWORK_TILE_PX, _NETWORK_TILE_H = 128, 128, 32  # a block: 128 pixels x 32 rows
+_HISTOGRAM_THREADS, _HISTOGRAM_STRIP = 32, 64  # a block (one warp): 4 * groups pixels x 64 rows
+_HISTOGRAM_GROUPS = {1: 32, 2: 16, 3: 8, 4: 8}  # 4-pixel groups per block (HistogramGroups<C>)
 
 
 @kernel("median_filter")
 def median_filter_kernel(
     xp: Any, img: Any, *, ksize: int, has_channels: bool, border: str, border_value: int
 ) -> Any:
-    """Portable k x k median: gather each row chunk's windows, then an 8-step bitwise search."""
+    """Portable k x k median: the k*k shifted views of one padded image, an 8-step bitwise search."""
     k = ksize
     rank = k * k // 2  # 0-based rank of the median; k*k <= 225 so every count fits uint8
     y_axis = img.ndim - (3 if has_channels else 2)
     x_axis = y_axis + 1
-    lead, tail = tuple(img.shape[:y_axis]), tuple(img.shape[x_axis + 1 :])
     height, width = img.shape[y_axis], img.shape[x_axis]
-    ix, iy = _window_indices(width, k, border), _window_indices(height, k, border)
-
-    # Horizontal taps side by side: (..., H, k*W, [C]); then per chunk the vertical taps.
-    x = _append_constant(xp, img, x_axis, border_value) if border == "constant" else img
-    rows = xp.take(x, xp.asarray(ix.reshape(-1)), axis=x_axis)
-    if border == "constant":
-        rows = _append_constant(xp, rows, y_axis, border_value)
-
-    step = _chunk_rows(k, lead, height, width, tail)
-    outs = []
-    for y0 in range(0, height, step):
-        h = min(step, height - y0)
-        window = xp.take(rows, xp.asarray(iy[:, y0 : y0 + h].reshape(-1)), axis=y_axis)
-        window = xp.reshape(window, lead + (k, h, k, width) + tail)  # [..., dy, y, dx, x, (c)]
-        taps = (y_axis, y_axis + 2)
-        median = xp.zeros(lead + (h, width) + tail, dtype=xp.uint8)
-        for bit in (128, 64, 32, 16, 8, 4, 2, 1):
-            # Invariant: median <= true median < median + 2*bit. The candidate c = median | bit
-            # is <= the true median iff fewer than rank + 1 window values lie below c.
-            candidate = median | bit
-            spread = xp.reshape(candidate, lead + (1, h, 1, width) + tail)
-            below = xp.sum(window < spread, axis=taps, dtype=xp.uint8)  # counts the Trues
-            median = xp.where(below <= rank, candidate, median)
-        outs.append(median)
-    return outs[0] if len(outs) == 1 else xp.concat(outs, axis=y_axis)
+    tail = (slice(None),) if has_channels else ()
+    # One padded copy (static slices + concat, no gather); every window value is then a static
+    # slice of it, so under jit the 8 steps fuse into elementwise passes with no k*k array.
+    x = pad_axis(xp, img, x_axis, k // 2, k - 1 - k // 2, border, border_value)
+    x = pad_axis(xp, x, y_axis, k // 2, k - 1 - k // 2, border, border_value)
+    views = [x[(..., slice(dy, dy + height), slice(dx, dx + width)) + tail]
+             for dy in range(k) for dx in range(k)]
+    median = xp.zeros(img.shape, dtype=xp.uint8)
+    for bit in (128, 64, 32, 16, 8, 4, 2, 1):
+        # Invariant: median <= true median < median + 2*bit. The candidate c = median | bit
+        # is <= the true median iff fewer than rank + 1 window values lie below c.
+        candidate = median | bit
+        below = None
+        for view in views:  # Python loops only over taps and bits
+            count = xp.astype(view < candidate, xp.uint8)
+            below = count if below is None else below + count  # <= k*k <= 225: no uint8 overflow
+        median = xp.where(below <= rank, candidate, median)
+    return median
 
 
 def launch_geometry(ksize: int, height: int, width: int, channels: int, planes: int) -> tuple[str, tuple, int]:
     """``(kernel, grid (x, y, planes), threads per block)`` of cuda/median.cu for this input."""
     if ksize <= 5:
-        variant, threads, tile_h = "network", _NETWORK_THREADS, _NETWORK_TILE_H
-    else:
-        variant, threads, tile_h = "histogram", _HISTOGRAM_THREADS, _HISTOGRAM_STRIP
-    return variant, (-(-width * channels // _TILE_W), -(-height // tile_h), planes), threads
+        grid = (-(-width // _NETWORK_TILE_PX), -(-height // _NETWORK_TILE_H), planes)
+        return "network", grid, _NETWORK_THREADS
+    grid = (-(-width // (4 * _HISTOGRAM_GROUPS[channels])), -(-height // _HISTOGRAM_STRIP), planes)
+    return "histogram", grid, _HISTOGRAM_THREADS
 
 
 @median_filter_kernel.override("cupy")

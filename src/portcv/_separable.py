@@ -34,7 +34,11 @@ def check_accumulator(kx: tuple, ky: tuple, rounding: int) -> None:
 
 
 def _correlate_axis(xp: Any, x: Any, taps: tuple[int, ...], axis: int, border: str, value: int) -> Any:
-    """Exact integer correlation of int32 ``x`` with ``taps`` along ``axis`` (anchor = k // 2)."""
+    """Exact integer correlation of ``x`` with ``taps`` along ``axis`` (anchor = k // 2), in int32.
+
+    ``x`` is uint8 or int32; the border is added in ``x``'s own dtype (``value`` must fit it) and
+    each tap's window is widened to int32 before its product, so a uint8 input is padded as bytes.
+    """
     axis = axis % x.ndim
     n = x.shape[axis]
     before = len(taps) // 2
@@ -45,10 +49,10 @@ def _correlate_axis(xp: Any, x: Any, taps: tuple[int, ...], axis: int, border: s
             continue
         window = [slice(None)] * x.ndim
         window[axis] = slice(i, i + n)
-        term = padded[tuple(window)] * t
+        term = xp.astype(padded[tuple(window)], xp.int32, copy=False) * t
         acc = term if acc is None else acc + term
     if acc is None:
-        acc = xp.zeros(padded[tuple(slice(0, n) if a == axis else slice(None) for a in range(x.ndim))].shape, dtype=x.dtype)
+        acc = xp.zeros(x.shape, dtype=xp.int32)
     return acc
 
 
@@ -82,8 +86,8 @@ def separable_filter_kernel(
 ) -> Any:
     """Portable separable filter: horizontal taps, vertical taps (int32, exact), one rounding."""
     y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
-    acc = xp.astype(img, xp.int32)
-    acc = _correlate_axis(xp, acc, kx, x_axis, border, border_value)
+    # The horizontal pass pads the uint8 image itself (a quarter of int32's bytes) and widens per tap.
+    acc = _correlate_axis(xp, img, kx, x_axis, border, border_value)
     # Rows outside a constant border are all `value`, so after the horizontal pass they hold value*sum(kx).
     acc = _correlate_axis(xp, acc, ky, y_axis, border, border_value * sum(kx))
     return _finish(xp, acc, finish)

@@ -1,14 +1,15 @@
 // k x k median filter on uint8 images (the webcam report's tiled median, section 6.5), two
 // kernels, both exact (they only compare and count; no arithmetic on pixel values):
 //
-// * portcv_median_network<K, C>, K = 3, 5: a selection network per output pixel, in registers.
-//   The report sorted the K*K window with a bubble sort per pixel (575 ms at 1080p RGB, K = 5);
-//   a network is branch-free min/max, 19 exchanges for 3x3 and 99 for 5x5, and the compiler
-//   drops the half of an exchange whose result is never read.
-// * portcv_median_histogram<K, C>, K = 7..15: Huang's sliding histogram. A thread owns one byte
-//   column of a HISTOGRAM_STRIP-row tile and walks down it, keeping a 256-bin histogram of its K x K window
-//   in shared memory; each step removes a row of K values, adds a row of K values and moves the
-//   median from its previous value: O(K) work per output instead of O(K^2 log K).
+// * portcv_median_network<K, C>, K = 3, 5: generated min/max circuits (tools/median_networks.py)
+//   that share work between the outputs of a tile: the pixels common to several windows are sorted
+//   once (Adams 2021, Sugy 2025), 19 (3x3) and 66 (5x5) min/max per output instead of the ~36 /
+//   ~158 of one selection network per output, and each min/max instruction works on two outputs
+//   (16-bit SIMD lanes: VIMNMX.U16x2 on sm_90).
+// * portcv_median_histogram<K, C>, K = 7..15: Huang's sliding histogram, walking down a strip;
+//   each histogram counts the windows of 4 adjacent outputs at once (a byte counter per output in
+//   each 32-bit bin), so a row of K + 3 values updates 4 windows with K + 3 shared atomic adds,
+//   and the count of values below each median is kept with 4-byte SIMD compares.
 //
 // Layout (as filters.cu): `planes` (gridDim.z) images of H rows of W pixels of C interleaved
 // channels (C in 1..4); a row is W*C bytes, a horizontal tap steps C bytes and each byte column
@@ -20,183 +21,595 @@
 
 #include "common.cuh"
 
-#define MEDIAN_TILE_W 128     // output bytes per block row (both kernels)
-#define NETWORK_THREADS 256   // network kernel: 128 columns x 2 row groups ...
-#define NETWORK_ROWS 4        // ... of 4 consecutive output rows per thread: 8-row tiles
-#define HISTOGRAM_THREADS 128 // histogram kernel: one byte column per thread (4 warps) ...
-#define HISTOGRAM_STRIP 32    // ... and 32 output rows per block
-
-// One compare-exchange of a selection network: a <- min(a, b), b <- max(a, b).
-__device__ __forceinline__ void exchange(int& a, int& b) {
-    const int lo = min(a, b);
-    b = max(a, b);
-    a = lo;
-}
-
-// Selection networks, as (a, b) exchange lists. tests/test_median.py reads these two lists from
-// this file and proves with the 0-1 principle (all 2^9 / 2^25 inputs of zeros and ones) that
-// wire N/2 ends up holding the median; keep each list between its BEGIN and END markers.
-// 3x3: A. Paeth, "Median finding on a 3x3 grid", Graphics Gems (1990); 19 exchanges.
-// 5x5: N. Devillard, "Fast median search: an ANSI C implementation" (1998); 99 exchanges.
-// clang-format off
-#define PORTCV_MEDIAN9_NETWORK(X) /* BEGIN median9 */ \
-    X(1, 2) X(4, 5) X(7, 8) X(0, 1) X(3, 4) X(6, 7) X(1, 2) X(4, 5) X(7, 8) X(0, 3) \
-    X(5, 8) X(4, 7) X(3, 6) X(1, 4) X(2, 5) X(4, 7) X(4, 2) X(6, 4) X(4, 2) /* END median9 */
-
-#define PORTCV_MEDIAN25_NETWORK(X) /* BEGIN median25 */ \
-    X(0, 1) X(3, 4) X(2, 4) X(2, 3) X(6, 7) X(5, 7) X(5, 6) X(9, 10) X(8, 10) X(8, 9) \
-    X(12, 13) X(11, 13) X(11, 12) X(15, 16) X(14, 16) X(14, 15) X(18, 19) X(17, 19) X(17, 18) \
-    X(21, 22) X(20, 22) X(20, 21) X(23, 24) X(2, 5) X(3, 6) X(0, 6) X(0, 3) X(4, 7) X(1, 7) \
-    X(1, 4) X(11, 14) X(8, 14) X(8, 11) X(12, 15) X(9, 15) X(9, 12) X(13, 16) X(10, 16) \
-    X(10, 13) X(20, 23) X(17, 23) X(17, 20) X(21, 24) X(18, 24) X(18, 21) X(19, 22) X(8, 17) \
-    X(9, 18) X(0, 18) X(0, 9) X(10, 19) X(1, 19) X(1, 10) X(11, 20) X(2, 20) X(2, 11) \
-    X(12, 21) X(3, 21) X(3, 12) X(13, 22) X(4, 22) X(4, 13) X(14, 23) X(5, 23) X(5, 14) \
-    X(15, 24) X(6, 24) X(6, 15) X(7, 16) X(7, 19) X(13, 21) X(15, 23) X(7, 13) X(7, 15) \
-    X(1, 9) X(3, 11) X(5, 17) X(11, 17) X(9, 17) X(4, 10) X(6, 12) X(7, 14) X(4, 6) X(4, 7) \
-    X(12, 14) X(10, 14) X(6, 7) X(10, 12) X(6, 10) X(6, 17) X(12, 17) X(7, 17) X(7, 10) \
-    X(12, 18) X(7, 12) X(10, 18) X(12, 20) X(10, 20) X(10, 12) /* END median25 */
-// clang-format on
-
-#define PORTCV_MEDIAN_EXCHANGE(a, b) exchange(p[a], p[b]);
-
-template <int K>
-__device__ __forceinline__ int select_median(int (&p)[K * K]) {
-    static_assert(K == 3 || K == 5, "selection networks exist for 3x3 and 5x5 windows");
-    if constexpr (K == 3) {
-        PORTCV_MEDIAN9_NETWORK(PORTCV_MEDIAN_EXCHANGE)
-    } else {
-        PORTCV_MEDIAN25_NETWORK(PORTCV_MEDIAN_EXCHANGE)
-    }
-    return p[K * K / 2];
-}
+#define NETWORK_TX 8          // network kernel: one circuit computes 8 x 2 outputs of one channel
+#define NETWORK_TY 2          //   (tools/median_networks.py TILE_X, TILE_Y) ...
+#define NETWORK_GROUPS 8      // ... a thread runs two side by side (16 pixels x 2 rows x C channels);
+#define NETWORK_ROW_GROUPS 16 //   a block of 8 x 16 threads covers 128 pixels x 32 rows
+#define NETWORK_THREADS (NETWORK_GROUPS * NETWORK_ROW_GROUPS)
 
 // Shared-memory tile geometry for a K x K window: shared column 0 is global byte column
 // bx0 - LEAD (16-byte aligned, so interior rows load as uint4); output byte q's window starts at
 // shared column q + DELTA.
-template <int K, int C, int TILE_H>
+template <int K, int C, int TILE_H, int TILE_BYTES>
 struct MedianTile {
     static constexpr int HALO = (K / 2) * C;
     static constexpr int LEAD = (HALO + 15) / 16 * 16;
     static constexpr int DELTA = LEAD - HALO;
-    static constexpr int IN_W = (LEAD + MEDIAN_TILE_W + HALO + 15) / 16 * 16;
+    static constexpr int IN_W = (LEAD + TILE_BYTES + HALO + 15) / 16 * 16;
     static constexpr int PITCH = IN_W + 16;  // load_tile zeroes 16 bytes after each row
     static constexpr int IN_H = TILE_H + K - 1;
 };
 
-// K = 3, 5. Block: 128 output bytes x 8 rows; thread (q, g): byte column q, rows 4g .. 4g + 3.
-// It reads the (4 + K - 1) x K window bytes it needs once into registers and runs one network
-// per output row.
+// The circuits, generated by tools/median_networks.py (rerun it after changing TILE_X/TILE_Y;
+// `--check` tells whether this file is up to date). Circuit input (row j, column f) is value
+// j * (NETWORK_TX + K - 1) + f of the circuit's (NETWORK_TX + K - 1) x (NETWORK_TY + K - 1)
+// footprint; MIN(d, a, b) / MAX(d, a, b) set value d to min / max of values a and b; OUT(x, y, v):
+// value v is the median of output (x, y), whose window is footprint columns x .. x+K-1 and rows
+// y .. y+K-1. tests/test_median.py reads these blocks and proves, with the 0-1 principle, that
+// each OUT value depends only on its window and is its rank-K*K/2 value.
+// clang-format off
+// tile3: 304 gates for 16 outputs (19.0 per output), 40 inputs, 344 values
+#define PORTCV_MEDIAN_TILE3_VALUES 344
+#define PORTCV_MEDIAN_TILE3(MIN, MAX, OUT) /* BEGIN tile3 */ \
+    MIN(40, 11, 21) MAX(41, 11, 21) MIN(42, 12, 22) MAX(43, 12, 22) MIN(44, 40, 42) MAX(45, 40, 42) \
+    MIN(46, 41, 43) MAX(47, 41, 43) MIN(48, 45, 46) MAX(49, 45, 46) MIN(50, 10, 20) MAX(51, 10, 20) \
+    MAX(52, 44, 50) MIN(53, 49, 52) MAX(54, 49, 52) MIN(55, 48, 51) MAX(56, 48, 51) MIN(57, 47, 56) \
+    MIN(58, 53, 55) MAX(59, 53, 55) MIN(60, 54, 57) MAX(61, 54, 57) MIN(62, 0, 1) MAX(63, 0, 1) MIN(64, 2, 62) \
+    MAX(65, 2, 62) MIN(66, 63, 65) MAX(67, 63, 65) MAX(68, 58, 67) MAX(69, 59, 66) MAX(70, 60, 64) \
+    MIN(71, 68, 69) MIN(72, 70, 71) MIN(73, 61, 72) MIN(74, 30, 31) MAX(75, 30, 31) MIN(76, 32, 74) \
+    MAX(77, 32, 74) MIN(78, 75, 77) MAX(79, 75, 77) MAX(80, 58, 79) MAX(81, 59, 78) MAX(82, 60, 76) \
+    MIN(83, 80, 81) MIN(84, 82, 83) MIN(85, 61, 84) MIN(86, 13, 23) MAX(87, 13, 23) MAX(88, 44, 86) \
+    MIN(89, 49, 88) MAX(90, 49, 88) MIN(91, 48, 87) MAX(92, 48, 87) MIN(93, 47, 92) MIN(94, 89, 91) \
+    MAX(95, 89, 91) MIN(96, 90, 93) MAX(97, 90, 93) MIN(98, 2, 3) MAX(99, 2, 3) MIN(100, 1, 98) \
+    MAX(101, 1, 98) MIN(102, 99, 101) MAX(103, 99, 101) MAX(104, 94, 103) MAX(105, 95, 102) MAX(106, 96, 100) \
+    MIN(107, 104, 105) MIN(108, 106, 107) MIN(109, 97, 108) MIN(110, 32, 33) MAX(111, 32, 33) \
+    MIN(112, 31, 110) MAX(113, 31, 110) MIN(114, 111, 113) MAX(115, 111, 113) MAX(116, 94, 115) \
+    MAX(117, 95, 114) MAX(118, 96, 112) MIN(119, 116, 117) MIN(120, 118, 119) MIN(121, 97, 120) \
+    MIN(122, 14, 24) MAX(123, 14, 24) MIN(124, 86, 122) MAX(125, 86, 122) MIN(126, 87, 123) MAX(127, 87, 123) \
+    MIN(128, 125, 126) MAX(129, 125, 126) MAX(130, 42, 124) MIN(131, 129, 130) MAX(132, 129, 130) \
+    MIN(133, 43, 128) MAX(134, 43, 128) MIN(135, 127, 134) MIN(136, 131, 133) MAX(137, 131, 133) \
+    MIN(138, 132, 135) MAX(139, 132, 135) MIN(140, 4, 98) MAX(141, 4, 98) MIN(142, 99, 141) MAX(143, 99, 141) \
+    MAX(144, 136, 143) MAX(145, 137, 142) MAX(146, 138, 140) MIN(147, 144, 145) MIN(148, 146, 147) \
+    MIN(149, 139, 148) MIN(150, 34, 110) MAX(151, 34, 110) MIN(152, 111, 151) MAX(153, 111, 151) \
+    MAX(154, 136, 153) MAX(155, 137, 152) MAX(156, 138, 150) MIN(157, 154, 155) MIN(158, 156, 157) \
+    MIN(159, 139, 158) MIN(160, 15, 25) MAX(161, 15, 25) MAX(162, 124, 160) MIN(163, 129, 162) \
+    MAX(164, 129, 162) MIN(165, 128, 161) MAX(166, 128, 161) MIN(167, 127, 166) MIN(168, 163, 165) \
+    MAX(169, 163, 165) MIN(170, 164, 167) MAX(171, 164, 167) MIN(172, 4, 5) MAX(173, 4, 5) MIN(174, 3, 172) \
+    MAX(175, 3, 172) MIN(176, 173, 175) MAX(177, 173, 175) MAX(178, 168, 177) MAX(179, 169, 176) \
+    MAX(180, 170, 174) MIN(181, 178, 179) MIN(182, 180, 181) MIN(183, 171, 182) MIN(184, 34, 35) \
+    MAX(185, 34, 35) MIN(186, 33, 184) MAX(187, 33, 184) MIN(188, 185, 187) MAX(189, 185, 187) \
+    MAX(190, 168, 189) MAX(191, 169, 188) MAX(192, 170, 186) MIN(193, 190, 191) MIN(194, 192, 193) \
+    MIN(195, 171, 194) MIN(196, 16, 26) MAX(197, 16, 26) MIN(198, 160, 196) MAX(199, 160, 196) \
+    MIN(200, 161, 197) MAX(201, 161, 197) MIN(202, 199, 200) MAX(203, 199, 200) MAX(204, 122, 198) \
+    MIN(205, 203, 204) MAX(206, 203, 204) MIN(207, 123, 202) MAX(208, 123, 202) MIN(209, 201, 208) \
+    MIN(210, 205, 207) MAX(211, 205, 207) MIN(212, 206, 209) MAX(213, 206, 209) MIN(214, 6, 172) \
+    MAX(215, 6, 172) MIN(216, 173, 215) MAX(217, 173, 215) MAX(218, 210, 217) MAX(219, 211, 216) \
+    MAX(220, 212, 214) MIN(221, 218, 219) MIN(222, 220, 221) MIN(223, 213, 222) MIN(224, 36, 184) \
+    MAX(225, 36, 184) MIN(226, 185, 225) MAX(227, 185, 225) MAX(228, 210, 227) MAX(229, 211, 226) \
+    MAX(230, 212, 224) MIN(231, 228, 229) MIN(232, 230, 231) MIN(233, 213, 232) MIN(234, 17, 27) \
+    MAX(235, 17, 27) MAX(236, 198, 234) MIN(237, 203, 236) MAX(238, 203, 236) MIN(239, 202, 235) \
+    MAX(240, 202, 235) MIN(241, 201, 240) MIN(242, 237, 239) MAX(243, 237, 239) MIN(244, 238, 241) \
+    MAX(245, 238, 241) MIN(246, 6, 7) MAX(247, 6, 7) MIN(248, 5, 246) MAX(249, 5, 246) MIN(250, 247, 249) \
+    MAX(251, 247, 249) MAX(252, 242, 251) MAX(253, 243, 250) MAX(254, 244, 248) MIN(255, 252, 253) \
+    MIN(256, 254, 255) MIN(257, 245, 256) MIN(258, 36, 37) MAX(259, 36, 37) MIN(260, 35, 258) \
+    MAX(261, 35, 258) MIN(262, 259, 261) MAX(263, 259, 261) MAX(264, 242, 263) MAX(265, 243, 262) \
+    MAX(266, 244, 260) MIN(267, 264, 265) MIN(268, 266, 267) MIN(269, 245, 268) MIN(270, 18, 28) \
+    MAX(271, 18, 28) MIN(272, 234, 270) MAX(273, 234, 270) MIN(274, 235, 271) MAX(275, 235, 271) \
+    MIN(276, 273, 274) MAX(277, 273, 274) MAX(278, 196, 272) MIN(279, 277, 278) MAX(280, 277, 278) \
+    MIN(281, 197, 276) MAX(282, 197, 276) MIN(283, 275, 282) MIN(284, 279, 281) MAX(285, 279, 281) \
+    MIN(286, 280, 283) MAX(287, 280, 283) MIN(288, 8, 246) MAX(289, 8, 246) MIN(290, 247, 289) \
+    MAX(291, 247, 289) MAX(292, 284, 291) MAX(293, 285, 290) MAX(294, 286, 288) MIN(295, 292, 293) \
+    MIN(296, 294, 295) MIN(297, 287, 296) MIN(298, 38, 258) MAX(299, 38, 258) MIN(300, 259, 299) \
+    MAX(301, 259, 299) MAX(302, 284, 301) MAX(303, 285, 300) MAX(304, 286, 298) MIN(305, 302, 303) \
+    MIN(306, 304, 305) MIN(307, 287, 306) MIN(308, 19, 29) MAX(309, 19, 29) MAX(310, 272, 308) \
+    MIN(311, 277, 310) MAX(312, 277, 310) MIN(313, 276, 309) MAX(314, 276, 309) MIN(315, 275, 314) \
+    MIN(316, 311, 313) MAX(317, 311, 313) MIN(318, 312, 315) MAX(319, 312, 315) MIN(320, 8, 9) MAX(321, 8, 9) \
+    MIN(322, 7, 320) MAX(323, 7, 320) MIN(324, 321, 323) MAX(325, 321, 323) MAX(326, 316, 325) \
+    MAX(327, 317, 324) MAX(328, 318, 322) MIN(329, 326, 327) MIN(330, 328, 329) MIN(331, 319, 330) \
+    MIN(332, 38, 39) MAX(333, 38, 39) MIN(334, 37, 332) MAX(335, 37, 332) MIN(336, 333, 335) \
+    MAX(337, 333, 335) MAX(338, 316, 337) MAX(339, 317, 336) MAX(340, 318, 334) MIN(341, 338, 339) \
+    MIN(342, 340, 341) MIN(343, 319, 342) OUT(0, 0, 73) OUT(1, 0, 109) OUT(2, 0, 149) OUT(3, 0, 183) \
+    OUT(4, 0, 223) OUT(5, 0, 257) OUT(6, 0, 297) OUT(7, 0, 331) OUT(0, 1, 85) OUT(1, 1, 121) OUT(2, 1, 159) \
+    OUT(3, 1, 195) OUT(4, 1, 233) OUT(5, 1, 269) OUT(6, 1, 307) OUT(7, 1, 343) /* END tile3 */
+// tile5: 1062 gates for 16 outputs (66.4 per output), 72 inputs, 1134 values
+#define PORTCV_MEDIAN_TILE5_VALUES 1134
+#define PORTCV_MEDIAN_TILE5(MIN, MAX, OUT) /* BEGIN tile5 */ \
+    MIN(72, 27, 39) MAX(73, 27, 39) MIN(74, 51, 72) MAX(75, 51, 72) MIN(76, 73, 75) MAX(77, 73, 75) \
+    MIN(78, 15, 74) MAX(79, 15, 74) MIN(80, 77, 79) MAX(81, 77, 79) MIN(82, 76, 80) MAX(83, 76, 80) \
+    MIN(84, 28, 40) MAX(85, 28, 40) MIN(86, 52, 84) MAX(87, 52, 84) MIN(88, 85, 87) MAX(89, 85, 87) \
+    MIN(90, 16, 86) MAX(91, 16, 86) MIN(92, 89, 91) MAX(93, 89, 91) MIN(94, 88, 92) MAX(95, 88, 92) \
+    MIN(96, 78, 90) MAX(97, 78, 90) MIN(98, 83, 95) MAX(99, 83, 95) MIN(100, 97, 98) MAX(101, 97, 98) \
+    MIN(102, 82, 94) MAX(103, 82, 94) MIN(104, 81, 93) MAX(105, 81, 93) MIN(106, 103, 104) MAX(107, 103, 104) \
+    MIN(108, 100, 102) MAX(109, 100, 102) MIN(110, 101, 106) MAX(111, 101, 106) MIN(112, 99, 107) \
+    MAX(113, 99, 107) MIN(114, 25, 37) MAX(115, 25, 37) MIN(116, 49, 114) MAX(117, 49, 114) MIN(118, 115, 117) \
+    MAX(119, 115, 117) MIN(120, 13, 116) MAX(121, 13, 116) MIN(122, 119, 121) MAX(123, 119, 121) \
+    MIN(124, 118, 122) MAX(125, 118, 122) MIN(126, 26, 38) MAX(127, 26, 38) MIN(128, 50, 126) \
+    MAX(129, 50, 126) MIN(130, 127, 129) MAX(131, 127, 129) MIN(132, 14, 128) MAX(133, 14, 128) \
+    MIN(134, 131, 133) MAX(135, 131, 133) MIN(136, 130, 134) MAX(137, 130, 134) MIN(138, 120, 132) \
+    MAX(139, 120, 132) MIN(140, 125, 137) MAX(141, 125, 137) MIN(142, 139, 140) MAX(143, 139, 140) \
+    MIN(144, 124, 136) MAX(145, 124, 136) MIN(146, 123, 135) MAX(147, 123, 135) MIN(148, 145, 146) \
+    MAX(149, 145, 146) MIN(150, 142, 144) MAX(151, 142, 144) MIN(152, 143, 148) MAX(153, 143, 148) \
+    MIN(154, 141, 149) MAX(155, 141, 149) MIN(156, 96, 138) MAX(157, 96, 138) MIN(158, 111, 153) \
+    MAX(159, 111, 153) MIN(160, 157, 158) MAX(161, 157, 158) MIN(162, 109, 151) MAX(163, 109, 151) \
+    MIN(164, 113, 155) MAX(165, 113, 155) MIN(166, 163, 164) MAX(167, 163, 164) MIN(168, 160, 162) \
+    MAX(169, 160, 162) MIN(170, 161, 166) MAX(171, 161, 166) MIN(172, 159, 167) MAX(173, 159, 167) \
+    MIN(174, 108, 150) MAX(175, 108, 150) MIN(176, 112, 154) MAX(177, 112, 154) MIN(178, 175, 176) \
+    MAX(179, 175, 176) MIN(180, 110, 152) MAX(181, 110, 152) MIN(182, 105, 147) MIN(183, 181, 182) \
+    MAX(184, 181, 182) MIN(185, 178, 180) MAX(186, 178, 180) MIN(187, 179, 183) MAX(188, 179, 183) \
+    MIN(189, 177, 184) MAX(190, 177, 184) MIN(191, 168, 174) MAX(192, 168, 174) MIN(193, 169, 185) \
+    MAX(194, 169, 185) MIN(195, 170, 186) MAX(196, 170, 186) MIN(197, 171, 187) MAX(198, 171, 187) \
+    MIN(199, 172, 188) MAX(200, 172, 188) MIN(201, 173, 189) MAX(202, 173, 189) MIN(203, 165, 190) \
+    MIN(204, 24, 36) MAX(205, 24, 36) MIN(206, 48, 204) MAX(207, 48, 204) MIN(208, 205, 207) \
+    MAX(209, 205, 207) MIN(210, 12, 206) MAX(211, 12, 206) MIN(212, 209, 211) MAX(213, 209, 211) \
+    MIN(214, 208, 212) MAX(215, 208, 212) MAX(216, 156, 210) MIN(217, 198, 216) MAX(218, 198, 216) \
+    MAX(219, 194, 217) MIN(220, 202, 218) MAX(221, 192, 215) MIN(222, 200, 221) MIN(223, 196, 222) \
+    MAX(224, 196, 222) MAX(225, 219, 223) MIN(226, 220, 224) MAX(227, 220, 224) MAX(228, 191, 214) \
+    MIN(229, 199, 228) MAX(230, 199, 228) MAX(231, 195, 229) MIN(232, 203, 230) MAX(233, 193, 213) \
+    MIN(234, 201, 233) MIN(235, 197, 234) MAX(236, 197, 234) MIN(237, 231, 235) MAX(238, 231, 235) \
+    MIN(239, 232, 236) MIN(240, 225, 237) MAX(241, 225, 237) MIN(242, 226, 238) MAX(243, 226, 238) \
+    MIN(244, 227, 239) MAX(245, 227, 239) MIN(246, 0, 1) MAX(247, 0, 1) MIN(248, 2, 3) MAX(249, 2, 3) \
+    MIN(250, 246, 248) MAX(251, 246, 248) MIN(252, 247, 249) MAX(253, 247, 249) MIN(254, 251, 252) \
+    MAX(255, 251, 252) MIN(256, 4, 250) MAX(257, 4, 250) MIN(258, 255, 257) MAX(259, 255, 257) \
+    MIN(260, 254, 258) MAX(261, 254, 258) MIN(262, 253, 259) MAX(263, 253, 259) MAX(264, 240, 263) \
+    MAX(265, 241, 262) MAX(266, 242, 261) MAX(267, 243, 260) MAX(268, 244, 256) MIN(269, 264, 265) \
+    MIN(270, 266, 269) MIN(271, 267, 270) MIN(272, 268, 271) MIN(273, 245, 272) MIN(274, 60, 61) \
+    MAX(275, 60, 61) MIN(276, 62, 63) MAX(277, 62, 63) MIN(278, 274, 276) MAX(279, 274, 276) \
+    MIN(280, 275, 277) MAX(281, 275, 277) MIN(282, 279, 280) MAX(283, 279, 280) MIN(284, 64, 278) \
+    MAX(285, 64, 278) MIN(286, 283, 285) MAX(287, 283, 285) MIN(288, 282, 286) MAX(289, 282, 286) \
+    MIN(290, 281, 287) MAX(291, 281, 287) MAX(292, 240, 291) MAX(293, 241, 290) MAX(294, 242, 289) \
+    MAX(295, 243, 288) MAX(296, 244, 284) MIN(297, 292, 293) MIN(298, 294, 297) MIN(299, 295, 298) \
+    MIN(300, 296, 299) MIN(301, 245, 300) MIN(302, 29, 41) MAX(303, 29, 41) MIN(304, 53, 302) \
+    MAX(305, 53, 302) MIN(306, 303, 305) MAX(307, 303, 305) MIN(308, 17, 304) MAX(309, 17, 304) \
+    MIN(310, 307, 309) MAX(311, 307, 309) MIN(312, 306, 310) MAX(313, 306, 310) MAX(314, 156, 308) \
+    MIN(315, 198, 314) MAX(316, 198, 314) MAX(317, 194, 315) MIN(318, 202, 316) MAX(319, 192, 313) \
+    MIN(320, 200, 319) MIN(321, 196, 320) MAX(322, 196, 320) MAX(323, 317, 321) MIN(324, 318, 322) \
+    MAX(325, 318, 322) MAX(326, 191, 312) MIN(327, 199, 326) MAX(328, 199, 326) MAX(329, 195, 327) \
+    MIN(330, 203, 328) MAX(331, 193, 311) MIN(332, 201, 331) MIN(333, 197, 332) MAX(334, 197, 332) \
+    MIN(335, 329, 333) MAX(336, 329, 333) MIN(337, 330, 334) MIN(338, 323, 335) MAX(339, 323, 335) \
+    MIN(340, 324, 336) MAX(341, 324, 336) MIN(342, 325, 337) MAX(343, 325, 337) MIN(344, 1, 248) \
+    MAX(345, 1, 248) MIN(346, 249, 345) MAX(347, 249, 345) MIN(348, 4, 5) MAX(349, 4, 5) MIN(350, 344, 348) \
+    MAX(351, 344, 348) MIN(352, 347, 351) MAX(353, 347, 351) MIN(354, 346, 349) MAX(355, 346, 349) \
+    MIN(356, 352, 354) MAX(357, 352, 354) MIN(358, 353, 355) MAX(359, 353, 355) MAX(360, 338, 359) \
+    MAX(361, 339, 358) MAX(362, 340, 357) MAX(363, 341, 356) MAX(364, 342, 350) MIN(365, 360, 361) \
+    MIN(366, 362, 365) MIN(367, 363, 366) MIN(368, 364, 367) MIN(369, 343, 368) MIN(370, 61, 276) \
+    MAX(371, 61, 276) MIN(372, 277, 371) MAX(373, 277, 371) MIN(374, 64, 65) MAX(375, 64, 65) \
+    MIN(376, 370, 374) MAX(377, 370, 374) MIN(378, 373, 377) MAX(379, 373, 377) MIN(380, 372, 375) \
+    MAX(381, 372, 375) MIN(382, 378, 380) MAX(383, 378, 380) MIN(384, 379, 381) MAX(385, 379, 381) \
+    MAX(386, 338, 385) MAX(387, 339, 384) MAX(388, 340, 383) MAX(389, 341, 382) MAX(390, 342, 376) \
+    MIN(391, 386, 387) MIN(392, 388, 391) MIN(393, 389, 392) MIN(394, 390, 393) MIN(395, 343, 394) \
+    MIN(396, 30, 42) MAX(397, 30, 42) MIN(398, 54, 396) MAX(399, 54, 396) MIN(400, 397, 399) \
+    MAX(401, 397, 399) MIN(402, 18, 398) MAX(403, 18, 398) MIN(404, 401, 403) MAX(405, 401, 403) \
+    MIN(406, 400, 404) MAX(407, 400, 404) MIN(408, 308, 402) MAX(409, 308, 402) MIN(410, 313, 407) \
+    MAX(411, 313, 407) MIN(412, 409, 410) MAX(413, 409, 410) MIN(414, 312, 406) MAX(415, 312, 406) \
+    MIN(416, 311, 405) MAX(417, 311, 405) MIN(418, 415, 416) MAX(419, 415, 416) MIN(420, 412, 414) \
+    MAX(421, 412, 414) MIN(422, 413, 418) MAX(423, 413, 418) MIN(424, 411, 419) MAX(425, 411, 419) \
+    MIN(426, 96, 408) MAX(427, 96, 408) MIN(428, 111, 423) MAX(429, 111, 423) MIN(430, 427, 428) \
+    MAX(431, 427, 428) MIN(432, 109, 421) MAX(433, 109, 421) MIN(434, 113, 425) MAX(435, 113, 425) \
+    MIN(436, 433, 434) MAX(437, 433, 434) MIN(438, 430, 432) MAX(439, 430, 432) MIN(440, 431, 436) \
+    MAX(441, 431, 436) MIN(442, 429, 437) MAX(443, 429, 437) MIN(444, 108, 420) MAX(445, 108, 420) \
+    MIN(446, 112, 424) MAX(447, 112, 424) MIN(448, 445, 446) MAX(449, 445, 446) MIN(450, 110, 422) \
+    MAX(451, 110, 422) MIN(452, 105, 417) MIN(453, 451, 452) MAX(454, 451, 452) MIN(455, 448, 450) \
+    MAX(456, 448, 450) MIN(457, 449, 453) MAX(458, 449, 453) MIN(459, 447, 454) MAX(460, 447, 454) \
+    MIN(461, 438, 444) MAX(462, 438, 444) MIN(463, 439, 455) MAX(464, 439, 455) MIN(465, 440, 456) \
+    MAX(466, 440, 456) MIN(467, 441, 457) MAX(468, 441, 457) MIN(469, 442, 458) MAX(470, 442, 458) \
+    MIN(471, 443, 459) MAX(472, 443, 459) MIN(473, 435, 460) MAX(474, 132, 426) MIN(475, 468, 474) \
+    MAX(476, 468, 474) MAX(477, 464, 475) MIN(478, 472, 476) MAX(479, 137, 462) MIN(480, 470, 479) \
+    MIN(481, 466, 480) MAX(482, 466, 480) MAX(483, 477, 481) MIN(484, 478, 482) MAX(485, 478, 482) \
+    MAX(486, 136, 461) MIN(487, 469, 486) MAX(488, 469, 486) MAX(489, 465, 487) MIN(490, 473, 488) \
+    MAX(491, 135, 463) MIN(492, 471, 491) MIN(493, 467, 492) MAX(494, 467, 492) MIN(495, 489, 493) \
+    MAX(496, 489, 493) MIN(497, 490, 494) MIN(498, 483, 495) MAX(499, 483, 495) MIN(500, 484, 496) \
+    MAX(501, 484, 496) MIN(502, 485, 497) MAX(503, 485, 497) MIN(504, 6, 348) MAX(505, 6, 348) \
+    MIN(506, 349, 505) MAX(507, 349, 505) MIN(508, 248, 504) MAX(509, 248, 504) MIN(510, 507, 509) \
+    MAX(511, 507, 509) MIN(512, 249, 506) MAX(513, 249, 506) MIN(514, 510, 512) MAX(515, 510, 512) \
+    MIN(516, 511, 513) MAX(517, 511, 513) MAX(518, 498, 517) MAX(519, 499, 516) MAX(520, 500, 515) \
+    MAX(521, 501, 514) MAX(522, 502, 508) MIN(523, 518, 519) MIN(524, 520, 523) MIN(525, 521, 524) \
+    MIN(526, 522, 525) MIN(527, 503, 526) MIN(528, 66, 374) MAX(529, 66, 374) MIN(530, 375, 529) \
+    MAX(531, 375, 529) MIN(532, 276, 528) MAX(533, 276, 528) MIN(534, 531, 533) MAX(535, 531, 533) \
+    MIN(536, 277, 530) MAX(537, 277, 530) MIN(538, 534, 536) MAX(539, 534, 536) MIN(540, 535, 537) \
+    MAX(541, 535, 537) MAX(542, 498, 541) MAX(543, 499, 540) MAX(544, 500, 539) MAX(545, 501, 538) \
+    MAX(546, 502, 532) MIN(547, 542, 543) MIN(548, 544, 547) MIN(549, 545, 548) MIN(550, 546, 549) \
+    MIN(551, 503, 550) MIN(552, 31, 43) MAX(553, 31, 43) MIN(554, 55, 552) MAX(555, 55, 552) \
+    MIN(556, 553, 555) MAX(557, 553, 555) MIN(558, 19, 554) MAX(559, 19, 554) MIN(560, 557, 559) \
+    MAX(561, 557, 559) MIN(562, 556, 560) MAX(563, 556, 560) MAX(564, 426, 558) MIN(565, 468, 564) \
+    MAX(566, 468, 564) MAX(567, 464, 565) MIN(568, 472, 566) MAX(569, 462, 563) MIN(570, 470, 569) \
+    MIN(571, 466, 570) MAX(572, 466, 570) MAX(573, 567, 571) MIN(574, 568, 572) MAX(575, 568, 572) \
+    MAX(576, 461, 562) MIN(577, 469, 576) MAX(578, 469, 576) MAX(579, 465, 577) MIN(580, 473, 578) \
+    MAX(581, 463, 561) MIN(582, 471, 581) MIN(583, 467, 582) MAX(584, 467, 582) MIN(585, 579, 583) \
+    MAX(586, 579, 583) MIN(587, 580, 584) MIN(588, 573, 585) MAX(589, 573, 585) MIN(590, 574, 586) \
+    MAX(591, 574, 586) MIN(592, 575, 587) MAX(593, 575, 587) MIN(594, 6, 7) MAX(595, 6, 7) MIN(596, 348, 594) \
+    MAX(597, 348, 594) MIN(598, 349, 595) MAX(599, 349, 595) MIN(600, 597, 598) MAX(601, 597, 598) \
+    MIN(602, 3, 596) MAX(603, 3, 596) MIN(604, 601, 603) MAX(605, 601, 603) MIN(606, 600, 604) \
+    MAX(607, 600, 604) MIN(608, 599, 605) MAX(609, 599, 605) MAX(610, 588, 609) MAX(611, 589, 608) \
+    MAX(612, 590, 607) MAX(613, 591, 606) MAX(614, 592, 602) MIN(615, 610, 611) MIN(616, 612, 615) \
+    MIN(617, 613, 616) MIN(618, 614, 617) MIN(619, 593, 618) MIN(620, 66, 67) MAX(621, 66, 67) \
+    MIN(622, 374, 620) MAX(623, 374, 620) MIN(624, 375, 621) MAX(625, 375, 621) MIN(626, 623, 624) \
+    MAX(627, 623, 624) MIN(628, 63, 622) MAX(629, 63, 622) MIN(630, 627, 629) MAX(631, 627, 629) \
+    MIN(632, 626, 630) MAX(633, 626, 630) MIN(634, 625, 631) MAX(635, 625, 631) MAX(636, 588, 635) \
+    MAX(637, 589, 634) MAX(638, 590, 633) MAX(639, 591, 632) MAX(640, 592, 628) MIN(641, 636, 637) \
+    MIN(642, 638, 641) MIN(643, 639, 642) MIN(644, 640, 643) MIN(645, 593, 644) MIN(646, 32, 44) \
+    MAX(647, 32, 44) MIN(648, 56, 646) MAX(649, 56, 646) MIN(650, 647, 649) MAX(651, 647, 649) \
+    MIN(652, 20, 648) MAX(653, 20, 648) MIN(654, 651, 653) MAX(655, 651, 653) MIN(656, 650, 654) \
+    MAX(657, 650, 654) MIN(658, 558, 652) MAX(659, 558, 652) MIN(660, 563, 657) MAX(661, 563, 657) \
+    MIN(662, 659, 660) MAX(663, 659, 660) MIN(664, 562, 656) MAX(665, 562, 656) MIN(666, 561, 655) \
+    MAX(667, 561, 655) MIN(668, 665, 666) MAX(669, 665, 666) MIN(670, 662, 664) MAX(671, 662, 664) \
+    MIN(672, 663, 668) MAX(673, 663, 668) MIN(674, 661, 669) MAX(675, 661, 669) MIN(676, 408, 658) \
+    MAX(677, 408, 658) MIN(678, 423, 673) MAX(679, 423, 673) MIN(680, 677, 678) MAX(681, 677, 678) \
+    MIN(682, 421, 671) MAX(683, 421, 671) MIN(684, 425, 675) MAX(685, 425, 675) MIN(686, 683, 684) \
+    MAX(687, 683, 684) MIN(688, 680, 682) MAX(689, 680, 682) MIN(690, 681, 686) MAX(691, 681, 686) \
+    MIN(692, 679, 687) MAX(693, 679, 687) MIN(694, 420, 670) MAX(695, 420, 670) MIN(696, 424, 674) \
+    MAX(697, 424, 674) MIN(698, 695, 696) MAX(699, 695, 696) MIN(700, 422, 672) MAX(701, 422, 672) \
+    MIN(702, 417, 667) MIN(703, 701, 702) MAX(704, 701, 702) MIN(705, 698, 700) MAX(706, 698, 700) \
+    MIN(707, 699, 703) MAX(708, 699, 703) MIN(709, 697, 704) MAX(710, 697, 704) MIN(711, 688, 694) \
+    MAX(712, 688, 694) MIN(713, 689, 705) MAX(714, 689, 705) MIN(715, 690, 706) MAX(716, 690, 706) \
+    MIN(717, 691, 707) MAX(718, 691, 707) MIN(719, 692, 708) MAX(720, 692, 708) MIN(721, 693, 709) \
+    MAX(722, 693, 709) MIN(723, 685, 710) MAX(724, 90, 676) MIN(725, 718, 724) MAX(726, 718, 724) \
+    MAX(727, 714, 725) MIN(728, 722, 726) MAX(729, 95, 712) MIN(730, 720, 729) MIN(731, 716, 730) \
+    MAX(732, 716, 730) MAX(733, 727, 731) MIN(734, 728, 732) MAX(735, 728, 732) MAX(736, 94, 711) \
+    MIN(737, 719, 736) MAX(738, 719, 736) MAX(739, 715, 737) MIN(740, 723, 738) MAX(741, 93, 713) \
+    MIN(742, 721, 741) MIN(743, 717, 742) MAX(744, 717, 742) MIN(745, 739, 743) MAX(746, 739, 743) \
+    MIN(747, 740, 744) MIN(748, 733, 745) MAX(749, 733, 745) MIN(750, 734, 746) MAX(751, 734, 746) \
+    MIN(752, 735, 747) MAX(753, 735, 747) MIN(754, 8, 596) MAX(755, 8, 596) MIN(756, 601, 755) \
+    MAX(757, 601, 755) MIN(758, 600, 756) MAX(759, 600, 756) MIN(760, 599, 757) MAX(761, 599, 757) \
+    MAX(762, 748, 761) MAX(763, 749, 760) MAX(764, 750, 759) MAX(765, 751, 758) MAX(766, 752, 754) \
+    MIN(767, 762, 763) MIN(768, 764, 767) MIN(769, 765, 768) MIN(770, 766, 769) MIN(771, 753, 770) \
+    MIN(772, 68, 622) MAX(773, 68, 622) MIN(774, 627, 773) MAX(775, 627, 773) MIN(776, 626, 774) \
+    MAX(777, 626, 774) MIN(778, 625, 775) MAX(779, 625, 775) MAX(780, 748, 779) MAX(781, 749, 778) \
+    MAX(782, 750, 777) MAX(783, 751, 776) MAX(784, 752, 772) MIN(785, 780, 781) MIN(786, 782, 785) \
+    MIN(787, 783, 786) MIN(788, 784, 787) MIN(789, 753, 788) MIN(790, 33, 45) MAX(791, 33, 45) \
+    MIN(792, 57, 790) MAX(793, 57, 790) MIN(794, 791, 793) MAX(795, 791, 793) MIN(796, 21, 792) \
+    MAX(797, 21, 792) MIN(798, 795, 797) MAX(799, 795, 797) MIN(800, 794, 798) MAX(801, 794, 798) \
+    MAX(802, 676, 796) MIN(803, 718, 802) MAX(804, 718, 802) MAX(805, 714, 803) MIN(806, 722, 804) \
+    MAX(807, 712, 801) MIN(808, 720, 807) MIN(809, 716, 808) MAX(810, 716, 808) MAX(811, 805, 809) \
+    MIN(812, 806, 810) MAX(813, 806, 810) MAX(814, 711, 800) MIN(815, 719, 814) MAX(816, 719, 814) \
+    MAX(817, 715, 815) MIN(818, 723, 816) MAX(819, 713, 799) MIN(820, 721, 819) MIN(821, 717, 820) \
+    MAX(822, 717, 820) MIN(823, 817, 821) MAX(824, 817, 821) MIN(825, 818, 822) MIN(826, 811, 823) \
+    MAX(827, 811, 823) MIN(828, 812, 824) MAX(829, 812, 824) MIN(830, 813, 825) MAX(831, 813, 825) \
+    MIN(832, 5, 594) MAX(833, 5, 594) MIN(834, 595, 833) MAX(835, 595, 833) MIN(836, 8, 9) MAX(837, 8, 9) \
+    MIN(838, 832, 836) MAX(839, 832, 836) MIN(840, 835, 839) MAX(841, 835, 839) MIN(842, 834, 837) \
+    MAX(843, 834, 837) MIN(844, 840, 842) MAX(845, 840, 842) MIN(846, 841, 843) MAX(847, 841, 843) \
+    MAX(848, 826, 847) MAX(849, 827, 846) MAX(850, 828, 845) MAX(851, 829, 844) MAX(852, 830, 838) \
+    MIN(853, 848, 849) MIN(854, 850, 853) MIN(855, 851, 854) MIN(856, 852, 855) MIN(857, 831, 856) \
+    MIN(858, 65, 620) MAX(859, 65, 620) MIN(860, 621, 859) MAX(861, 621, 859) MIN(862, 68, 69) \
+    MAX(863, 68, 69) MIN(864, 858, 862) MAX(865, 858, 862) MIN(866, 861, 865) MAX(867, 861, 865) \
+    MIN(868, 860, 863) MAX(869, 860, 863) MIN(870, 866, 868) MAX(871, 866, 868) MIN(872, 867, 869) \
+    MAX(873, 867, 869) MAX(874, 826, 873) MAX(875, 827, 872) MAX(876, 828, 871) MAX(877, 829, 870) \
+    MAX(878, 830, 864) MIN(879, 874, 875) MIN(880, 876, 879) MIN(881, 877, 880) MIN(882, 878, 881) \
+    MIN(883, 831, 882) MIN(884, 34, 46) MAX(885, 34, 46) MIN(886, 58, 884) MAX(887, 58, 884) \
+    MIN(888, 885, 887) MAX(889, 885, 887) MIN(890, 22, 886) MAX(891, 22, 886) MIN(892, 889, 891) \
+    MAX(893, 889, 891) MIN(894, 888, 892) MAX(895, 888, 892) MIN(896, 796, 890) MAX(897, 796, 890) \
+    MIN(898, 801, 895) MAX(899, 801, 895) MIN(900, 897, 898) MAX(901, 897, 898) MIN(902, 800, 894) \
+    MAX(903, 800, 894) MIN(904, 799, 893) MAX(905, 799, 893) MIN(906, 903, 904) MAX(907, 903, 904) \
+    MIN(908, 900, 902) MAX(909, 900, 902) MIN(910, 901, 906) MAX(911, 901, 906) MIN(912, 899, 907) \
+    MAX(913, 899, 907) MIN(914, 658, 896) MAX(915, 658, 896) MIN(916, 673, 911) MAX(917, 673, 911) \
+    MIN(918, 915, 916) MAX(919, 915, 916) MIN(920, 671, 909) MAX(921, 671, 909) MIN(922, 675, 913) \
+    MAX(923, 675, 913) MIN(924, 921, 922) MAX(925, 921, 922) MIN(926, 918, 920) MAX(927, 918, 920) \
+    MIN(928, 919, 924) MAX(929, 919, 924) MIN(930, 917, 925) MAX(931, 917, 925) MIN(932, 670, 908) \
+    MAX(933, 670, 908) MIN(934, 674, 912) MAX(935, 674, 912) MIN(936, 933, 934) MAX(937, 933, 934) \
+    MIN(938, 672, 910) MAX(939, 672, 910) MIN(940, 667, 905) MIN(941, 939, 940) MAX(942, 939, 940) \
+    MIN(943, 936, 938) MAX(944, 936, 938) MIN(945, 937, 941) MAX(946, 937, 941) MIN(947, 935, 942) \
+    MAX(948, 935, 942) MIN(949, 926, 932) MAX(950, 926, 932) MIN(951, 927, 943) MAX(952, 927, 943) \
+    MIN(953, 928, 944) MAX(954, 928, 944) MIN(955, 929, 945) MAX(956, 929, 945) MIN(957, 930, 946) \
+    MAX(958, 930, 946) MIN(959, 931, 947) MAX(960, 931, 947) MIN(961, 923, 948) MAX(962, 402, 914) \
+    MIN(963, 956, 962) MAX(964, 956, 962) MAX(965, 952, 963) MIN(966, 960, 964) MAX(967, 407, 950) \
+    MIN(968, 958, 967) MIN(969, 954, 968) MAX(970, 954, 968) MAX(971, 965, 969) MIN(972, 966, 970) \
+    MAX(973, 966, 970) MAX(974, 406, 949) MIN(975, 957, 974) MAX(976, 957, 974) MAX(977, 953, 975) \
+    MIN(978, 961, 976) MAX(979, 405, 951) MIN(980, 959, 979) MIN(981, 955, 980) MAX(982, 955, 980) \
+    MIN(983, 977, 981) MAX(984, 977, 981) MIN(985, 978, 982) MIN(986, 971, 983) MAX(987, 971, 983) \
+    MIN(988, 972, 984) MAX(989, 972, 984) MIN(990, 973, 985) MAX(991, 973, 985) MIN(992, 10, 836) \
+    MAX(993, 10, 836) MIN(994, 837, 993) MAX(995, 837, 993) MIN(996, 594, 992) MAX(997, 594, 992) \
+    MIN(998, 995, 997) MAX(999, 995, 997) MIN(1000, 595, 994) MAX(1001, 595, 994) MIN(1002, 998, 1000) \
+    MAX(1003, 998, 1000) MIN(1004, 999, 1001) MAX(1005, 999, 1001) MAX(1006, 986, 1005) MAX(1007, 987, 1004) \
+    MAX(1008, 988, 1003) MAX(1009, 989, 1002) MAX(1010, 990, 996) MIN(1011, 1006, 1007) MIN(1012, 1008, 1011) \
+    MIN(1013, 1009, 1012) MIN(1014, 1010, 1013) MIN(1015, 991, 1014) MIN(1016, 70, 862) MAX(1017, 70, 862) \
+    MIN(1018, 863, 1017) MAX(1019, 863, 1017) MIN(1020, 620, 1016) MAX(1021, 620, 1016) MIN(1022, 1019, 1021) \
+    MAX(1023, 1019, 1021) MIN(1024, 621, 1018) MAX(1025, 621, 1018) MIN(1026, 1022, 1024) \
+    MAX(1027, 1022, 1024) MIN(1028, 1023, 1025) MAX(1029, 1023, 1025) MAX(1030, 986, 1029) \
+    MAX(1031, 987, 1028) MAX(1032, 988, 1027) MAX(1033, 989, 1026) MAX(1034, 990, 1020) MIN(1035, 1030, 1031) \
+    MIN(1036, 1032, 1035) MIN(1037, 1033, 1036) MIN(1038, 1034, 1037) MIN(1039, 991, 1038) MIN(1040, 35, 47) \
+    MAX(1041, 35, 47) MIN(1042, 59, 1040) MAX(1043, 59, 1040) MIN(1044, 1041, 1043) MAX(1045, 1041, 1043) \
+    MIN(1046, 23, 1042) MAX(1047, 23, 1042) MIN(1048, 1045, 1047) MAX(1049, 1045, 1047) MIN(1050, 1044, 1048) \
+    MAX(1051, 1044, 1048) MAX(1052, 914, 1046) MIN(1053, 956, 1052) MAX(1054, 956, 1052) MAX(1055, 952, 1053) \
+    MIN(1056, 960, 1054) MAX(1057, 950, 1051) MIN(1058, 958, 1057) MIN(1059, 954, 1058) MAX(1060, 954, 1058) \
+    MAX(1061, 1055, 1059) MIN(1062, 1056, 1060) MAX(1063, 1056, 1060) MAX(1064, 949, 1050) \
+    MIN(1065, 957, 1064) MAX(1066, 957, 1064) MAX(1067, 953, 1065) MIN(1068, 961, 1066) MAX(1069, 951, 1049) \
+    MIN(1070, 959, 1069) MIN(1071, 955, 1070) MAX(1072, 955, 1070) MIN(1073, 1067, 1071) MAX(1074, 1067, 1071) \
+    MIN(1075, 1068, 1072) MIN(1076, 1061, 1073) MAX(1077, 1061, 1073) MIN(1078, 1062, 1074) \
+    MAX(1079, 1062, 1074) MIN(1080, 1063, 1075) MAX(1081, 1063, 1075) MIN(1082, 10, 11) MAX(1083, 10, 11) \
+    MIN(1084, 836, 1082) MAX(1085, 836, 1082) MIN(1086, 837, 1083) MAX(1087, 837, 1083) MIN(1088, 1085, 1086) \
+    MAX(1089, 1085, 1086) MIN(1090, 7, 1084) MAX(1091, 7, 1084) MIN(1092, 1089, 1091) MAX(1093, 1089, 1091) \
+    MIN(1094, 1088, 1092) MAX(1095, 1088, 1092) MIN(1096, 1087, 1093) MAX(1097, 1087, 1093) \
+    MAX(1098, 1076, 1097) MAX(1099, 1077, 1096) MAX(1100, 1078, 1095) MAX(1101, 1079, 1094) \
+    MAX(1102, 1080, 1090) MIN(1103, 1098, 1099) MIN(1104, 1100, 1103) MIN(1105, 1101, 1104) \
+    MIN(1106, 1102, 1105) MIN(1107, 1081, 1106) MIN(1108, 70, 71) MAX(1109, 70, 71) MIN(1110, 862, 1108) \
+    MAX(1111, 862, 1108) MIN(1112, 863, 1109) MAX(1113, 863, 1109) MIN(1114, 1111, 1112) MAX(1115, 1111, 1112) \
+    MIN(1116, 67, 1110) MAX(1117, 67, 1110) MIN(1118, 1115, 1117) MAX(1119, 1115, 1117) MIN(1120, 1114, 1118) \
+    MAX(1121, 1114, 1118) MIN(1122, 1113, 1119) MAX(1123, 1113, 1119) MAX(1124, 1076, 1123) \
+    MAX(1125, 1077, 1122) MAX(1126, 1078, 1121) MAX(1127, 1079, 1120) MAX(1128, 1080, 1116) \
+    MIN(1129, 1124, 1125) MIN(1130, 1126, 1129) MIN(1131, 1127, 1130) MIN(1132, 1128, 1131) \
+    MIN(1133, 1081, 1132) OUT(0, 0, 273) OUT(1, 0, 369) OUT(2, 0, 527) OUT(3, 0, 619) OUT(4, 0, 771) \
+    OUT(5, 0, 857) OUT(6, 0, 1015) OUT(7, 0, 1107) OUT(0, 1, 301) OUT(1, 1, 395) OUT(2, 1, 551) OUT(3, 1, 645) \
+    OUT(4, 1, 789) OUT(5, 1, 883) OUT(6, 1, 1039) OUT(7, 1, 1133) /* END tile5 */
+// clang-format on
+
+// Block-cooperative copy of an output tile (TILE_H rows of TILE_BYTES bytes, 16-byte aligned) to
+// image rows y0.. and byte columns x0..: uint4 stores when whole aligned rows fit, else bytes.
+template <int TILE_H, int TILE_BYTES, int NTHREADS>
+__device__ __forceinline__ void store_tile(const unsigned char (*s)[TILE_BYTES], unsigned char* __restrict__ out,
+                                           int H, int WB, int x0, int y0) {
+    static_assert(TILE_BYTES % 16 == 0, "tile rows must be whole uint4s");
+    const int rows = min(TILE_H, H - y0);
+    if ((WB & 15) == 0 && (reinterpret_cast<size_t>(out) & 15) == 0 && x0 + TILE_BYTES <= WB) {
+        constexpr int VPR = TILE_BYTES / 16;
+        for (int i = threadIdx.x; i < rows * VPR; i += NTHREADS) {
+            const int r = i / VPR, v = i - r * VPR;
+            *reinterpret_cast<uint4*>(out + (size_t)(y0 + r) * WB + x0 + v * 16) =
+                *reinterpret_cast<const uint4*>(&s[r][v * 16]);
+        }
+    } else {
+        const int cols = min(TILE_BYTES, WB - x0);
+        for (int i = threadIdx.x; i < rows * TILE_BYTES; i += NTHREADS) {
+            const int r = i / TILE_BYTES, b = i - r * TILE_BYTES;
+            if (b < cols) out[(size_t)(y0 + r) * WB + x0 + b] = s[r][b];
+        }
+    }
+}
+
+// K = 3, 5. Thread (g, rg) of a block computes, for each channel c, the outputs of pixels
+// x0 + 16g .. x0 + 16g + 15 in rows y0 + 2rg, y0 + 2rg + 1: two circuits side by side, one in each
+// 16-bit half of every register. A register holds the pixel of circuit 0 in byte 1 and the pixel
+// of circuit 1 (8 pixels to the right) in byte 3; bytes 0 and 2 hold other pixels. An unsigned
+// 16-bit min/max then orders (pixel, other byte) pairs lexicographically, a total order that
+// refines the pixel order, so the rank-N/2 pair of a window carries the rank-N/2 pixel in its high
+// byte whatever the low bytes are. Results go through shared memory (s_out) so that the global
+// stores are coalesced rows for every C.
 template <int K, int C>
 __global__ void __launch_bounds__(NETWORK_THREADS)
 portcv_median_network(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, int H, int W,
                       int border, int border_value) {
-    constexpr int TILE_H = (NETWORK_THREADS / MEDIAN_TILE_W) * NETWORK_ROWS;
-    using Tile = MedianTile<K, C, TILE_H>;
+    static_assert(K == 3 || K == 5, "circuits exist for 3x3 and 5x5 windows");
+    constexpr int TILE_PX = NETWORK_GROUPS * 2 * NETWORK_TX, TILE_H = NETWORK_ROW_GROUPS * NETWORK_TY;
+    constexpr int TILE_BYTES = TILE_PX * C;
+    using Tile = MedianTile<K, C, TILE_H, TILE_BYTES>;
+    constexpr int FW = NETWORK_TX + K - 1, FH = NETWORK_TY + K - 1;  // one circuit's footprint
+    constexpr int VALUES = K == 3 ? PORTCV_MEDIAN_TILE3_VALUES : PORTCV_MEDIAN_TILE5_VALUES;
+    // Thread footprint byte (pixel f, channel c) is row byte O + f*C + c of its 4-aligned span.
+    constexpr int O = Tile::DELTA & 3;
     __shared__ __align__(16) unsigned char s_in[Tile::IN_H][Tile::PITCH];
+    __shared__ __align__(16) unsigned char s_out[TILE_H][TILE_BYTES];
 
     const int WB = W * C;
-    const int bx0 = blockIdx.x * MEDIAN_TILE_W, by0 = blockIdx.y * TILE_H;
+    const int bx0 = blockIdx.x * TILE_BYTES, by0 = blockIdx.y * TILE_H;
     const size_t plane_off = (size_t)blockIdx.z * H * WB;
     const bool aligned = (reinterpret_cast<size_t>(src) & 15) == 0;
     load_tile<Tile::IN_H, Tile::IN_W, C, NETWORK_THREADS, Tile::PITCH>(
         s_in, src + plane_off, aligned, H, W, bx0 - Tile::LEAD, by0 - K / 2, border, border_value);
     __syncthreads();
 
-    const int q = threadIdx.x % MEDIAN_TILE_W;
-    const int r0 = (threadIdx.x / MEDIAN_TILE_W) * NETWORK_ROWS;
-    const int xb = bx0 + q;
-    if (xb >= WB) return;
+    const int g = threadIdx.x % NETWORK_GROUPS, rg = threadIdx.x / NETWORK_GROUPS;
+    const int span = g * 2 * NETWORK_TX * C + (Tile::DELTA & ~3);  // shared byte of the span's start
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        unsigned v[VALUES];
+#pragma unroll
+        for (int j = 0; j < FH; ++j) {
+            const unsigned* row = reinterpret_cast<const unsigned*>(&s_in[rg * NETWORK_TY + j][span]);
+#pragma unroll
+            for (int f = 0; f < FW; ++f) {
+                const int b0 = O + f * C + c, b1 = O + (f + NETWORK_TX) * C + c;  // circuit 0 / 1 pixel
+                const unsigned sel = (b0 & 3) * 0x11u | (4 + (b1 & 3)) * 0x1100u;
+                v[j * FW + f] = __byte_perm(row[b0 >> 2], row[b1 >> 2], sel);
+            }
+        }
+        unsigned char* out = &s_out[rg * NETWORK_TY][g * 2 * NETWORK_TX * C + c];
+#define PORTCV_MEDIAN_MIN(d, a, b) v[d] = __vminu2(v[a], v[b]);
+#define PORTCV_MEDIAN_MAX(d, a, b) v[d] = __vmaxu2(v[a], v[b]);
+#define PORTCV_MEDIAN_OUT(x, y, i)                                          \
+    out[(y) * TILE_BYTES + (x) * C] = (unsigned char)(v[i] >> 8);           \
+    out[(y) * TILE_BYTES + ((x) + NETWORK_TX) * C] = (unsigned char)(v[i] >> 24);
+        if constexpr (K == 3) {
+            PORTCV_MEDIAN_TILE3(PORTCV_MEDIAN_MIN, PORTCV_MEDIAN_MAX, PORTCV_MEDIAN_OUT)
+        } else {
+            PORTCV_MEDIAN_TILE5(PORTCV_MEDIAN_MIN, PORTCV_MEDIAN_MAX, PORTCV_MEDIAN_OUT)
+        }
+#undef PORTCV_MEDIAN_MIN
+#undef PORTCV_MEDIAN_MAX
+#undef PORTCV_MEDIAN_OUT
+        // One channel at a time: without this the compiler interleaves the channels' circuits
+        // and runs out of registers (C = 4 needs 255 and spills); the memory clobber keeps the
+        // next channel's loads after this channel's stores.
+        asm volatile("" ::: "memory");
+    }
+    __syncthreads();
+    store_tile<TILE_H, TILE_BYTES, NETWORK_THREADS>(s_out, dst + plane_off, H, WB, bx0, by0);
+}
 
-    int win[NETWORK_ROWS + K - 1][K];
-#pragma unroll
-    for (int j = 0; j < NETWORK_ROWS + K - 1; ++j)
-#pragma unroll
-        for (int i = 0; i < K; ++i) win[j][i] = s_in[r0 + j][q + Tile::DELTA + i * C];
+// K = 7..15: Huang's sliding histogram, four outputs per histogram. A block is one warp; lane t
+// owns channel c = t % C of the 4 adjacent pixels x0 + 4g .. x0 + 4g + 3 (g = t / C; 32 / C
+// groups, 8 for C = 3 so that a tile row is whole uint4s) and walks down a strip of
+// HISTOGRAM_STRIP rows. Bin b of its histogram is the word s_hist[b][t], whose byte e counts the
+// values v = b in the window of its output e (a window holds at most 225 values, so a byte never
+// overflows or borrows, and the four counters add as one word). A row of the 4 windows is K + 3
+// pixels; pixel i lies in the windows e = max(0, i-K+1) .. min(3, i), so one shared atomic add of
+// ROW_MASK(i) (0x01 in each of those bytes) updates all of them: (K + 3) / 4 updates per output and
+// row instead of K. Atomics (ATOMS.ADD, no return value) rather than load-add-store let the
+// hardware pipeline the updates: a lane's updates may hit the same bin, which would serialize
+// plain loads and stores.
+// below[e] = #{window values < med[e]} is kept up to date with four byte compares per
+// instruction (compare_row); after each step med[e] moves down while below > RANK and up while
+// below + count(med) <= RANK, which leaves med = the rank-RANK value.
+#define HISTOGRAM_STRIP 64
 
+template <int K>
+__device__ __forceinline__ constexpr unsigned row_mask(int i) {
+    unsigned m = 0;
+    for (int e = 0; e < 4; ++e)
+        if (i >= e && i <= e + K - 1) m |= 1u << (8 * e);
+    return m;
+}
+
+// Packs pixels 4q .. 4q+3 of a row of K + 3 (missing ones: 0) into word q, byte = pixel order.
+template <int K>
+__device__ __forceinline__ void pack_row(const unsigned (&v)[K + 3], unsigned (&w)[(K + 6) / 4]) {
 #pragma unroll
-    for (int rr = 0; rr < NETWORK_ROWS; ++rr) {
-        const int y = by0 + r0 + rr;
-        if (y >= H) break;
-        int p[K * K];
-#pragma unroll
-        for (int j = 0; j < K; ++j)
-#pragma unroll
-            for (int i = 0; i < K; ++i) p[j * K + i] = win[rr + j][i];
-        dst[plane_off + (size_t)y * WB + xb] = (unsigned char)select_median<K>(p);
+    for (int q = 0; q < (K + 6) / 4; ++q) {
+        const unsigned a = 4 * q < K + 3 ? v[4 * q] : 0u, b = 4 * q + 1 < K + 3 ? v[4 * q + 1] : 0u;
+        const unsigned c = 4 * q + 2 < K + 3 ? v[4 * q + 2] : 0u, d = 4 * q + 3 < K + 3 ? v[4 * q + 3] : 0u;
+        w[q] = __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
     }
 }
 
-// K = 7..15. Block: 128 output bytes x HISTOGRAM_STRIP rows; thread t owns byte column t and
-// walks down the strip. Its histogram is 256 byte counters (a window holds at most 225 values,
-// so a byte never overflows), stored so that a warp's 32 threads always hit 32 different banks:
-// the counter of bin b for thread (warp w, lane l) is byte w of word [b][l].
-// `below` = number of window values < `med`; after each step `med` moves down while
-// below > rank and up while below + hist[med] <= rank, which leaves med = the rank-th value.
+// Byte counts of values < m in output e's part of a packed row (pixels e .. e+K-1), one count per
+// byte of the result (each <= 4). Per byte, with m7/w7 the top bits and r = (m | 0x80) - 1 -
+// (w & 0x7f) (in 0..254, no borrow between bytes), bit 7 of r is [low 7 bits of m > those of w], so
+// w < m  <=>  (m7 & ~w7) | (~(m7 ^ w7) & r7), one LOP3 over mt = m & 0x80.., wx = w | 0x7f.., r;
+// wx's low bits make every other bit of the result 0. The bytes outside the window are masked off.
+template <int K>
+__device__ __forceinline__ unsigned count_below(const unsigned (&w)[(K + 6) / 4], unsigned m, int e) {
+    const unsigned rep = m * 0x01010101u;
+    const unsigned mh = (rep | 0x80808080u) - 0x01010101u, mt = rep & 0x80808080u;
+    unsigned acc = 0;
+#pragma unroll
+    for (int q = 0; q < (K + 6) / 4; ++q) {
+        unsigned keep = 0;  // bit 7 of each byte of word q whose pixel is in the window
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+            if (4 * q + b >= e && 4 * q + b <= e + K - 1) keep |= 0x80u << (8 * b);
+        if (keep == 0) continue;
+        const unsigned r = mh - (w[q] & 0x7f7f7f7fu), wx = w[q] | 0x7f7f7f7fu;
+#ifdef __CUDA_ARCH__  // one LOP3 (from the C++ expression the compiler folds wx's constant and needs two)
+        unsigned f;
+        asm("lop3.b32 %0, %1, %2, %3, 0xB2;" : "=r"(f) : "r"(mt), "r"(wx), "r"(r));
+#else
+        unsigned f = (mt & ~wx) | (~(mt ^ wx) & r);
+#endif
+        if (keep != 0x80808080u) f &= keep;
+        acc += f >> 7;
+    }
+    return acc;
+}
+
+// Adds `mask` to the histogram word at byte `offset` (the result is unused: ATOMS.ADD RZ).
+__device__ __forceinline__ void bin_add(unsigned char* hist_bytes, unsigned offset, unsigned mask) {
+    atomicAdd(reinterpret_cast<unsigned*>(hist_bytes + offset), mask);
+}
+
+template <int C> struct HistogramGroups { static constexpr int G = C == 1 ? 32 : C == 2 ? 16 : 8; };
+
 template <int K, int C>
-__global__ void __launch_bounds__(HISTOGRAM_THREADS)
+__global__ void __launch_bounds__(32)
 portcv_median_histogram(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, int H, int W,
                         int border, int border_value) {
     static_assert(K * K <= 255, "byte counters hold at most 255");
-    constexpr int RANK = K * K / 2;
-    using Tile = MedianTile<K, C, HISTOGRAM_STRIP>;
+    constexpr int RANK = K * K / 2, SPAN = K + 3, NW = (K + 6) / 4;
+    constexpr int G = HistogramGroups<C>::G, TILE_BYTES = 4 * G * C;
+    using Tile = MedianTile<K, C, HISTOGRAM_STRIP, TILE_BYTES>;
     constexpr int P = Tile::PITCH;
-    __shared__ __align__(16) unsigned char s_in[Tile::IN_H][P];
     __shared__ __align__(16) unsigned int s_hist[256][32];  // 32 KB
+    __shared__ __align__(16) unsigned char s_in[Tile::IN_H][P];
 
-    const int tid = threadIdx.x;
-    for (int i = tid; i < 256 * 32 / 4; i += HISTOGRAM_THREADS)
+    const int lane = threadIdx.x;
+    for (int i = lane; i < 256 * 32 / 4; i += 32)
         reinterpret_cast<uint4*>(&s_hist[0][0])[i] = make_uint4(0, 0, 0, 0);
-
     const int WB = W * C;
-    const int bx0 = blockIdx.x * MEDIAN_TILE_W, by0 = blockIdx.y * HISTOGRAM_STRIP;
+    const int bx0 = blockIdx.x * TILE_BYTES, by0 = blockIdx.y * HISTOGRAM_STRIP;
     const size_t plane_off = (size_t)blockIdx.z * H * WB;
     const bool aligned = (reinterpret_cast<size_t>(src) & 15) == 0;
-    load_tile<Tile::IN_H, Tile::IN_W, C, HISTOGRAM_THREADS, P>(
-        s_in, src + plane_off, aligned, H, W, bx0 - Tile::LEAD, by0 - K / 2, border, border_value);
+    load_tile<Tile::IN_H, Tile::IN_W, C, 32, P>(s_in, src + plane_off, aligned, H, W, bx0 - Tile::LEAD,
+                                                by0 - K / 2, border, border_value);
     __syncthreads();
 
-    const int xb = bx0 + tid;
-    if (xb >= WB) return;
-    // Counter of bin b: hist[b * 128] (word [b][lane], byte warp).
-    unsigned char* hist = reinterpret_cast<unsigned char*>(&s_hist[0][0]) + (tid % 32) * 4 + tid / 32;
-    const unsigned char* col = &s_in[0][tid + Tile::DELTA];  // window byte (row j, tap i): col[j * P + i * C]
+    const int g = lane / C, c = lane - g * C;
+    if (g >= G) return;  // C = 3: lanes 24..31 (no barrier follows)
+    const int xb = bx0 + 4 * g * C + c;                          // byte of output 0
+    const unsigned char* col = &s_in[0][4 * g * C + c + Tile::DELTA];  // row j, pixel i: col[j * P + i * C]
+    const unsigned int* hist = &s_hist[0][lane];                  // bin b: hist[b * 32]
+    unsigned char* const hist_bytes = reinterpret_cast<unsigned char*>(&s_hist[0][0]);
+    const unsigned lane_off = 4 * lane;  // bin b's word: hist_bytes + b * 128 + lane_off (one IMAD)
 
-    // First window. The walk to its median starts at the window mean (any start gives the same
-    // median; the mean is usually a few bins away, where a walk from 0 could take 255 steps).
-    int sum = 0;  // <= 225 * 255
+    // First window: add K rows, then start each walk at the window's mean (any start gives the
+    // same median; the mean is usually a few bins away, where a walk from 0 could take 255 steps).
+    int sum[4] = {0, 0, 0, 0};  // <= 225 * 255
 #pragma unroll 1
-    for (int j = 0; j < K; ++j)
+    for (int j = 0; j < K; ++j) {
+        int prefix[SPAN + 1];
+        prefix[0] = 0;
 #pragma unroll
-        for (int i = 0; i < K; ++i) {
-            const int v = col[j * P + i * C];
-            ++hist[v * 128];
-            sum += v;
+        for (int i = 0; i < SPAN; ++i) {
+            const unsigned v = col[j * P + i * C];
+            bin_add(hist_bytes, v * 128 + lane_off, row_mask<K>(i));
+            prefix[i + 1] = prefix[i] + (int)v;
         }
-    int med = sum / (K * K), below = 0;
-#pragma unroll 1
-    for (int j = 0; j < K; ++j)
 #pragma unroll
-        for (int i = 0; i < K; ++i) below += col[j * P + i * C] < med;
-    while (below > RANK) below -= hist[(--med) * 128];
-    while (below + hist[med * 128] <= RANK) below += hist[(med++) * 128];
-    unsigned char* out = dst + plane_off + (size_t)by0 * WB + xb;
-    *out = (unsigned char)med;
+        for (int e = 0; e < 4; ++e) sum[e] += prefix[e + K] - prefix[e];
+    }
+    int med[4], below[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) med[e] = sum[e] / (K * K);
+#pragma unroll 1
+    for (int j = 0; j < K; ++j) {
+        unsigned v[SPAN], w[NW];
+#pragma unroll
+        for (int i = 0; i < SPAN; ++i) v[i] = col[j * P + i * C];
+        pack_row<K>(v, w);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) below[e] = __dp4a((int)count_below<K>(w, med[e], e), 0x01010101, below[e]);
+    }
 
     const int rows = min(HISTOGRAM_STRIP, H - by0);
+    const bool word_store = C == 1 && (WB & 3) == 0 && (reinterpret_cast<size_t>(dst) & 3) == 0 && xb + 3 < WB;
+    unsigned char* out = dst + plane_off + (size_t)by0 * WB + xb;
 #pragma unroll 1
-    for (int rr = 1; rr < rows; ++rr) {
-        const unsigned char* leaving = col + (rr - 1) * P;
-        const unsigned char* entering = col + (rr + K - 1) * P;
+    for (int rr = 0;; ++rr) {
+        // Walk every med[e] to its window's median, at most one bin per output per round.
+        // cnt[e] = count of bin med[e] in window e (byte e of the bin's word).
+        unsigned cnt[4];
 #pragma unroll
-        for (int i = 0; i < K; ++i) {
-            const int v_out = leaving[i * C], v_in = entering[i * C];
-            --hist[v_out * 128];
-            ++hist[v_in * 128];
-            below += (v_in < med) - (v_out < med);
+        for (int e = 0; e < 4; ++e) cnt[e] = (hist[med[e] * 32] >> (8 * e)) & 255u;
+#pragma unroll 1
+        while (true) {
+            bool moved = false;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const bool down = below[e] > RANK, up = below[e] + (int)cnt[e] <= RANK;
+                const int old_cnt = (int)cnt[e];
+                // med stays in 0..255: up needs at most RANK values <= med (never true at 255:
+                // all K*K values are), down needs more than RANK values < med (never at 0).
+                med[e] += up ? 1 : down ? -1 : 0;
+                cnt[e] = (hist[med[e] * 32] >> (8 * e)) & 255u;
+                below[e] += up ? old_cnt : down ? -(int)cnt[e] : 0;
+                moved |= up | down;
+            }
+            if (!moved) break;
         }
-        while (below > RANK) below -= hist[(--med) * 128];
-        while (below + hist[med * 128] <= RANK) below += hist[(med++) * 128];
+        if (word_store) {
+            *reinterpret_cast<unsigned*>(out) = (unsigned)med[0] | (unsigned)med[1] << 8 | (unsigned)med[2] << 16 |
+                                                (unsigned)med[3] << 24;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (xb + e * C < WB) out[e * C] = (unsigned char)med[e];
+        }
+        if (rr + 1 >= rows) break;
         out += WB;
-        *out = (unsigned char)med;
+
+        // Step down: row rr leaves, row rr + K enters.
+        unsigned v_out[SPAN], v_in[SPAN], w_out[NW], w_in[NW];
+#pragma unroll
+        for (int i = 0; i < SPAN; ++i) {
+            v_out[i] = col[rr * P + i * C];
+            v_in[i] = col[(rr + K) * P + i * C];
+        }
+#pragma unroll
+        for (int i = 0; i < SPAN; ++i) {
+            bin_add(hist_bytes, v_out[i] * 128 + lane_off, 0u - row_mask<K>(i));  // no byte borrows: each count >= its decrement
+            bin_add(hist_bytes, v_in[i] * 128 + lane_off, row_mask<K>(i));
+        }
+        pack_row<K>(v_out, w_out);
+        pack_row<K>(v_in, w_in);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            below[e] = __dp4a((int)count_below<K>(w_in, med[e], e), 0x01010101, below[e]);
+            below[e] = __dp4a((int)count_below<K>(w_out, med[e], e), -1, below[e]);  // -1 per byte
+        }
     }
 }

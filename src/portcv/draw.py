@@ -58,7 +58,7 @@ def _normalizer(value: Any) -> int:
 
 
 @kernel("heatmap")
-def heatmap_kernel(xp: Any, previous: Any, current: Any, table: Any) -> Any:
+def _heatmap_kernel(xp: Any, previous: Any, current: Any, table: Any) -> Any:
     """Portable heat map: ``table[sum_c |previous - current|]`` per pixel, (..., H, W, 3) RGB."""
     diff = xp.abs(xp.astype(previous, xp.int16) - xp.astype(current, xp.int16))
     d = xp.sum(xp.astype(diff, xp.int32), axis=-1, dtype=xp.int32)  # <= 765
@@ -113,7 +113,7 @@ def heatmap(previous: Any, current: Any, *, normalizer: int = 765) -> Any:
     """
     previous, current = _rgb_pair(previous, current)
     table = asarray(heatmap_colors(normalizer=normalizer))
-    return heatmap_kernel(previous, current, table)
+    return _heatmap_kernel(previous, current, table)
 
 
 # ---- noise map ------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def _set_red(xp: Any, image: Any, mark: Any) -> Any:
 
 
 @kernel("noise_map")
-def noise_map_kernel(xp: Any, previous: Any, current: Any, *, threshold: int, background: str) -> Any:
+def _noise_map_kernel(xp: Any, previous: Any, current: Any, *, threshold: int, background: str) -> Any:
     """Portable noise map: red channel 255 where any channel changed by more than ``threshold``."""
     changed = (xp.maximum(previous, current) - xp.minimum(previous, current)) > threshold
     mark = xp.any(changed, axis=-1)
@@ -186,11 +186,11 @@ def noise_map(previous: Any, current: Any, *, threshold: int = 20, background: s
                          f"and {tuple(current.shape)}")
     threshold = _validate.integer(threshold, "threshold", low=0, high=255)
     background = _validate.choice(background, "background", _BACKGROUNDS)
-    return noise_map_kernel(previous, current, threshold=threshold, background=background)
+    return _noise_map_kernel(previous, current, threshold=threshold, background=background)
 
 
 @kernel("noise_map_from_positions")
-def noise_map_positions_kernel(xp: Any, image: Any, positions: Any, count: Any) -> Any:
+def _noise_map_positions_kernel(xp: Any, image: Any, positions: Any, count: Any) -> Any:
     """Portable: mark the pixels holding any of ``positions[:count]`` (flat byte indices)."""
     import array_api_extra as xpx
 
@@ -247,7 +247,7 @@ def noise_map_from_positions(image: Any, positions: Any, count: Any) -> Any:
         raise TypeError(f"positions must be a 1-D integer array, got shape {tuple(positions.shape)} dtype {positions.dtype}")
     count = _count_argument(count)
     count = asarray(np.asarray(count, np.int64)) if isinstance(count, int) else asarray(count)
-    return noise_map_positions_kernel(image, asarray(positions), count)
+    return _noise_map_positions_kernel(image, asarray(positions), count)
 
 
 # ---- text overlay ---------------------------------------------------------------------------
@@ -299,7 +299,7 @@ def _text_mask(text: str, scale: int) -> np.ndarray:
 
 
 @kernel("text_overlay")
-def text_overlay_kernel(xp: Any, image: Any, mask: Any, *, y0: int, x0: int, color: tuple,
+def _text_overlay_kernel(xp: Any, image: Any, mask: Any, *, y0: int, x0: int, color: tuple,
                         background: tuple | None, has_channels: bool) -> Any:
     """Portable blit: inside the box at (y0, x0) of mask's shape, ``color`` where mask, else background."""
     import array_api_extra as xpx
@@ -400,6 +400,6 @@ def text_overlay(image: Any, text: str, *, origin: tuple[int, int] = (0, 0), sca
     if top >= bottom or left >= right:
         return img
     visible = np.ascontiguousarray(mask[top - y : bottom - y, left - x : right - x])
-    return text_overlay_kernel(img, asarray(visible), y0=top, x0=left, color=color, background=background,
+    return _text_overlay_kernel(img, asarray(visible), y0=top, x0=left, color=color, background=background,
                                has_channels=has_channels)
 

@@ -86,14 +86,19 @@ def sep_filter(
     has_channels = _validate.has_channels(img, channel_axis)
     rounding = (1 << (shift - 1)) if shift else 0
     check_accumulator(kx, ky, rounding)
-    if dtype is None:
-        fits = min(kx) >= 0 and min(ky) >= 0 and sum(kx) * sum(ky) <= (1 << shift)
-        dtype = "uint8" if fits else "int32"
-    dtype = _validate.choice(dtype, "dtype", tuple(OUT_DTYPES))
+    finish = _shift_finish(dtype, shift, min(kx) >= 0 and min(ky) >= 0, sum(kx) * sum(ky))
     return separable_filter_kernel(
         img, kx=kx, ky=ky, has_channels=has_channels, border=border, border_value=border_value,
-        finish=("shift", shift, 0, dtype),
+        finish=finish,
     )
+
+
+def _shift_finish(dtype: Any, shift: int, non_negative: bool, tap_sum: int) -> tuple:
+    """The output-dtype rule of sep_filter and convolve2d: ``None`` is uint8 when the taps
+    cannot leave [0, 255] (non-negative, summing to at most ``2**shift``), int32 otherwise."""
+    if dtype is None:
+        dtype = "uint8" if non_negative and tap_sum <= (1 << shift) else "int32"
+    return ("shift", shift, 0, _validate.choice(dtype, "dtype", tuple(OUT_DTYPES)))
 
 
 def gaussian_taps_q8(ksize: int, sigma: float) -> tuple[int, ...]:
@@ -345,13 +350,11 @@ def convolve2d(
     border, border_value = _border.check(border, border_value)
     has_channels = _validate.has_channels(img, channel_axis)
     check_kernel_accumulator(taps, (1 << (shift - 1)) if shift else 0)
-    if dtype is None:
-        flat = [t for row in taps for t in row]
-        dtype = "uint8" if min(flat) >= 0 and sum(flat) <= (1 << shift) else "int32"
-    dtype = _validate.choice(dtype, "dtype", tuple(OUT_DTYPES))
+    flat = [t for row in taps for t in row]
+    finish = _shift_finish(dtype, shift, min(flat) >= 0, sum(flat))
     return convolve2d_kernel(
         img, taps=taps, has_channels=has_channels, border=border, border_value=border_value,
-        finish=("shift", shift, 0, dtype),
+        finish=finish,
     )
 
 

@@ -8,6 +8,7 @@ skip with the reason, never a pass.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from typing import Any
 
@@ -74,6 +75,15 @@ def backend(request: pytest.FixtureRequest) -> str:
     except BackendUnavailableError as exc:
         pytest.skip(f"backend {name!r} unavailable: {exc}")
     return name
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The video module's examples write and read real files through PyAV (the `io` extra).
+    if importlib.util.find_spec("av") is None:
+        skip = pytest.mark.skip(reason="PyAV not installed (pip install 'portcv[io]')")
+        for item in items:
+            if type(item).__name__ == "DoctestItem" and item.name.startswith("portcv.video."):
+                item.add_marker(skip)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

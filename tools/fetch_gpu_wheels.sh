@@ -8,5 +8,6 @@ PY=${PY:-3.12}
 plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 dl() { python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PY" --implementation cp "${plat[@]}" -d .whl "$@"; }
 dl array-api-compat==1.16.0 array-api-extra==0.11.5 opencv-python-headless==4.13.0.92
+dl av==16.0.1
 dl asv==0.6.6 asv-runner==0.3.2 json5 tabulate pympler importlib-metadata lazy-importer virtualenv distlib platformdirs python-discovery
 ls -la .whl

@@ -87,6 +87,8 @@ GPU_ONLY = {"median_filter k15"}
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default=None)
+    parser.add_argument("--only", choices=["kernels", "pipelines"], default=None,
+                        help="time only the per-kernel table or only the video pipelines")
     args = parser.parse_args()
     import cupy
     import cupyx.scipy.ndimage as cndi
@@ -99,6 +101,8 @@ def main() -> None:
         cv2 = None
 
     sizes = {"640x480": (480, 640), "1920x1080": (1080, 1920), "3840x2160": (2160, 3840)}
+    if args.only == "pipelines":
+        sizes = {}
     for label, (h, w) in sizes.items():
         rgb_host = portcv.data.synthetic_rgb(h, w, seed=0)
         gray_host = portcv.color.rgb_to_gray(rgb_host)
@@ -166,6 +170,8 @@ def main() -> None:
             row["roofline_fraction"] = row["cupy_GBps"] / results["copy_GBps"]
             results["ops"].append(row)
 
+    if args.only != "kernels":
+        pipelines(results)
     cols = ["op", "size", "cupy_batch8_ms_per_frame", "cupy_ms", "cupy_latency_ms", "cupyx_ms", "jax_ms", "numpy_ms",
             "opencv_ms", "cupy_GBps", "roofline_fraction"]
     print(" | ".join(cols))
@@ -174,6 +180,78 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+
+
+def pipelines(results) -> None:
+    """The video pipelines of the motion and streaming issues, per frame pair / per frame."""
+    import cupy
+
+    from portcv import codec, motion
+
+    def motion_pipeline(video):
+        r = motion.detect_motion(video, t_low=70, t_high=80, beta=12, grid=(6, 10))
+        return r.regions, motion.area_image(video[1:], r.regions)
+
+    rows = results.setdefault("pipelines", [])
+    for label, (h, w), pairs in (("640x480", (480, 640), 64), ("1920x1080", (1080, 1920), 16),
+                                 ("3840x2160", (2160, 3840), 16)):
+        two = portcv.color.rgb_to_gray(portcv.data.moving_shapes(2, h, w, seed=0))
+        video = two[np.arange(pairs + 1) % 2]
+        row = {"op": f"motion pipeline x{pairs} pairs", "size": label}
+        with portcv.using("cupy"):
+            v = portcv.asarray(video)
+            ms, _ = gpu_time_ms(lambda: motion_pipeline(v), repeat=20)
+            row["cupy_pairs_per_s"] = pairs / (ms * 1e-3)
+            got = [portcv.to_numpy(a) for a in motion_pipeline(v)]
+            # One pair at a time: a new frame in, the previous edges kept, regions back on the host.
+            det = motion.MotionDetector(t_low=70, t_high=80, beta=12, grid=(6, 10))
+            frames = [portcv.asarray(f) for f in video[:2]]
+            det.update(frames[0])
+            lat = []
+            for i in range(60):
+                t0 = time.perf_counter()
+                r = det.update(frames[(i + 1) % 2])
+                motion.area_image(frames[(i + 1) % 2], r.regions)
+                r.regions.get()
+                lat.append((time.perf_counter() - t0) * 1e3)
+            row["cupy_latency_ms"] = statistics.median(lat[10:])
+            e = portcv.asarray(video[:1])
+            row["cupy_edges_ms_per_frame"] = gpu_time_ms(
+                lambda: portcv.edges.detect(e, 70, 80))[0]
+        with portcv.using("numpy"):
+            small = video[:3]
+            want = [portcv.to_numpy(a) for a in motion_pipeline(small)]
+            assert all(np.array_equal(g[:2], x) for g, x in zip(got, want)), f"motion {label}: cupy differs"
+            row["numpy_pairs_per_s"] = 2 / (host_time_ms(lambda: motion_pipeline(small), repeat=1) * 1e-3)
+        with portcv.using("jax"):
+            vj = portcv.asarray(video)
+            row["jax_pairs_per_s"] = pairs / (jax_time_ms(lambda: motion_pipeline(vj), repeat=10) * 1e-3)
+            ej = portcv.asarray(video[:1])
+            row["jax_edges_ms_per_frame"] = jax_time_ms(lambda: portcv.edges.detect(ej, 70, 80), repeat=20)
+        rows.append(row)
+
+    # The webcam report's encoder: 1080p RGB frames with sensor-like noise, threshold 20.
+    frames = portcv.data.moving_shapes(2, 1080, 1920, seed=1)
+    row = {"op": "delta_encode rgb", "size": "1920x1080"}
+    with portcv.using("cupy"):
+        enc = codec.DeltaEncoder(threshold=20)
+        enc.keyframe(frames[0])
+        f = [portcv.asarray(x) for x in frames]
+        i = iter(range(10**9))
+        row["cupy_ms"] = gpu_time_ms(lambda: enc.encode(f[next(i) % 2]))[0]
+        row["cupy_encode_host_ms"] = host_time_ms(lambda: enc.encode_host(f[next(i) % 2]), repeat=20)
+    with portcv.using("jax"):
+        enc = codec.DeltaEncoder(threshold=20)
+        enc.keyframe(frames[0])
+        f = [portcv.asarray(x) for x in frames]
+        row["jax_ms"] = jax_time_ms(lambda: enc.encode(f[next(i) % 2])[0], repeat=30)
+    with portcv.using("numpy"):
+        enc = codec.DeltaEncoder(threshold=20)
+        enc.keyframe(frames[0])
+        row["numpy_ms"] = host_time_ms(lambda: enc.encode(frames[next(i) % 2]), repeat=5)
+    rows.append(row)
+    for r in rows:
+        print(" | ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
 
 
 if __name__ == "__main__":

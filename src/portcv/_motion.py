@@ -313,6 +313,49 @@ def area_image_kernel(xp: Any, image: Any, regions: Any, *, variant: str, has_ch
     return xp.where(mask, image, xp.zeros((), dtype=image.dtype))
 
 
+@functools.lru_cache(maxsize=64)
+def _cell_slots_cupy(height: int, width: int, rows: int, cols: int, variant: str, device_id: int) -> tuple:
+    """cell_membership of both axes as (4, H) and (4, W) int32 device arrays, uploaded once."""
+    import cupy
+
+    r0, r1, c0, c1 = cell_bounds(height, width, rows, cols, variant)
+    return (cupy.asarray(np.stack(cell_membership(height, r0, r1))),
+            cupy.asarray(np.stack(cell_membership(width, c0, c1))))
+
+
+def _cells_cupy(image: Any, regions: Any, *, variant: str, has_channels: bool, outline: bool,
+                color: tuple = (), thickness: int = 0) -> Any:
+    """CuPy launcher of ``portcv_motion_cells`` for both area_image and draw_regions."""
+    import cupy
+
+    from .backends.cupy import cuda_function, current_device_id
+
+    channels = image.shape[-1] if has_channels else 1
+    h, w = image.shape[-3:-1] if has_channels else image.shape[-2:]
+    rows, cols = regions.shape[-2:]
+    lead = tuple(image.shape[:-3] if has_channels else image.shape[:-2])
+    planes = int(np.prod(lead, dtype=np.int64))
+    if channels > 4 or planes > 65535 or h > 65535 or planes == 0:
+        return NotImplemented
+    grid = cupy.ascontiguousarray(cupy.broadcast_to(regions, lead + (rows, cols))).view(cupy.uint8)
+    src = cupy.ascontiguousarray(image)
+    out = cupy.empty(src.shape, dtype=cupy.uint8)
+    rslots, cslots = _cell_slots_cupy(h, w, rows, cols, variant, current_device_id())
+    values = tuple(color) if isinstance(color, tuple) else (color,)
+    values = values * channels if len(values) == 1 else values
+    packed = sum(int(c) << (8 * i) for i, c in enumerate(values))
+    fn = cuda_function("motion.cu", f"portcv_motion_cells<{channels},{'true' if outline else 'false'}>")
+    fn(((w + 255) // 256, h, planes), (256,),
+       (src, grid, out, np.int32(h), np.int32(w), np.int32(rows), np.int32(cols), rslots, cslots,
+        np.int32(thickness), np.uint32(packed)))
+    return out
+
+
+@area_image_kernel.override("cupy")
+def _area_image_cupy(image: Any, regions: Any, *, variant: str, has_channels: bool) -> Any:
+    return _cells_cupy(image, regions, variant=variant, has_channels=has_channels, outline=False)
+
+
 @kernel("motion_draw_regions")
 def draw_regions_kernel(
     xp: Any, image: Any, regions: Any, *, variant: str, has_channels: bool, color: tuple, thickness: int
@@ -324,3 +367,10 @@ def draw_regions_kernel(
     if has_channels:
         mask = mask[..., None]
     return xp.where(mask, paint, image)
+
+
+@draw_regions_kernel.override("cupy")
+def _draw_regions_cupy(image: Any, regions: Any, *, variant: str, has_channels: bool, color: tuple,
+                       thickness: int) -> Any:
+    return _cells_cupy(image, regions, variant=variant, has_channels=has_channels, outline=True,
+                       color=color, thickness=thickness)

@@ -290,7 +290,8 @@ def regions(density: Any, *, shape: Any, gamma: float = DEFAULT_GAMMA, variant: 
     xp = backend().xp
     if min_count > 2**31 - 1:
         return xp.zeros(counts.shape, dtype=xp.bool)
-    return counts >= xp.asarray(min_count, dtype=xp.int32)
+    # A Python int operand (below 2^31, the dtype of counts): no host-to-device copy per call.
+    return counts >= min_count
 
 
 # --------------------------------------------------------------------------------------------

@@ -122,3 +122,43 @@ portcv_motion_density(const unsigned char* __restrict__ d, int* __restrict__ cou
         counts[((size_t)blockIdx.z * rows + i) * cols + j] = total;
     }
 }
+
+// Motion cells drawn over a frame, one thread per pixel (all its C channels), per plane
+// (blockIdx.z): the motion-area image (OUTLINE false: the pixel where it lies in a motion cell,
+// 0 elsewhere) or the region outlines (OUTLINE true: `color` where the pixel is within
+// `thickness` of a motion cell's edge, the pixel elsewhere). A pixel lies in at most two cells
+// per axis: rslots holds 4 rows of H ints (first cell, second cell, first inset, second inset;
+// cell == rows means none), cslots the same for columns (portcv/_motion.py: cell_membership).
+template <int C, bool OUTLINE>
+__global__ void __launch_bounds__(256)
+portcv_motion_cells(const unsigned char* __restrict__ image, const unsigned char* __restrict__ regions,
+                    unsigned char* __restrict__ out, int H, int W, int rows, int cols,
+                    const int* __restrict__ rslots, const int* __restrict__ cslots, int thickness,
+                    unsigned int color) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y;
+    if (x >= W) return;
+    const unsigned char* grid = regions + (size_t)blockIdx.z * rows * cols;
+    bool inside = false;
+#pragma unroll
+    for (int a = 0; a < 2; ++a) {
+        const int rc = rslots[a * H + y];
+        if (rc >= rows) continue;
+#pragma unroll
+        for (int b = 0; b < 2; ++b) {
+            const int cc = cslots[b * W + x];
+            if (cc >= cols || !grid[rc * cols + cc]) continue;
+            if (!OUTLINE || rslots[(2 + a) * H + y] < thickness || cslots[(2 + b) * W + x] < thickness)
+                inside = true;
+        }
+    }
+    const size_t p = (((size_t)blockIdx.z * H + y) * W + x) * C;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        const unsigned char v = image[p + c];
+        if (OUTLINE)
+            out[p + c] = inside ? (unsigned char)(color >> (8 * c)) : v;
+        else
+            out[p + c] = inside ? v : (unsigned char)0;
+    }
+}

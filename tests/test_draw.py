@@ -152,6 +152,142 @@ def test_text_overlay_outside_or_empty_returns_the_image():
         np.testing.assert_array_equal(portcv.to_numpy(draw.text_overlay(img, text, origin=origin)), img)
 
 
+# ---- boxes (the Rice paper, section IV.C) -----------------------------------------------------
+
+@st.composite
+def box_lists(draw_, height, width, max_n=4, dtype=np.int32):
+    """(N, 4) boxes near, across and outside the image; some degenerate (w or h < 1)."""
+    n = draw_(st.integers(0, max_n))
+    rng = np.random.default_rng(draw_(st.integers(0, 2**32 - 1)))
+    xy = np.stack([rng.integers(-25, width + 5, n), rng.integers(-25, height + 5, n)], axis=1)
+    wh = rng.integers(1, max(height, width) + 30, (n, 2))
+    if n and draw_(st.booleans()):
+        wh[rng.integers(0, n)] = rng.integers(-2, 1, 2)  # degenerate: drawn as nothing
+    return np.concatenate([xy, wh], axis=1).astype(dtype)
+
+
+@given(data=images(channels=(None, 1, 3, 4), max_h=40, max_w=50), thickness=st.sampled_from([1, 1, 2, 3, 4, 7]),
+       seed=st.integers(0, 2**32 - 1), dtype=st.sampled_from([np.int32, np.int64, np.int16]), data_=st.data())
+def test_boxes_same_bits_on_every_backend(backend, data, thickness, seed, dtype, data_):
+    img, axis = data
+    h, w = (img.shape[-3], img.shape[-2]) if axis == -1 else (img.shape[-2], img.shape[-1])
+    bx = data_.draw(box_lists(h, w, dtype=dtype))
+    channels = img.shape[-1] if axis == -1 else 1
+    color = tuple(int(v) for v in np.random.default_rng(seed).integers(0, 256, channels))
+    out = matches_numpy(backend, draw.boxes, img, bx, color=color, thickness=thickness, channel_axis=axis)
+    assert out.shape == img.shape and out.dtype == np.uint8
+
+
+@given(thickness=st.integers(1, 40), channels=st.sampled_from([None, 3]), data_=st.data())
+def test_boxes_equal_cv2_rectangle(thickness, channels, data_):
+    """Peer: cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), color, thickness), every pixel."""
+    cv2 = pytest.importorskip("cv2")
+    h, w = data_.draw(st.integers(1, 45)), data_.draw(st.integers(1, 55))
+    img = np.random.default_rng(h * 100 + w).integers(0, 256, (h, w) + (() if channels is None else (3,)), np.uint8)
+    bx = data_.draw(box_lists(h, w, max_n=5))
+    bx = bx[(bx[:, 2] >= 1) & (bx[:, 3] >= 1)]  # cv2 draws a line for w or h = 0; portcv draws nothing
+    color = (250, 20, 90) if channels else (250,)
+    expected = img.copy()
+    for x, y, bw, bh in bx.tolist():
+        cv2.rectangle(expected, (x, y), (x + bw - 1, y + bh - 1), color if channels else color[0], thickness)
+    np.testing.assert_array_equal(portcv.to_numpy(draw.boxes(img, bx, color=color, thickness=thickness)), expected)
+
+
+@given(thickness=st.integers(1, 6), channels=st.sampled_from([None, 3]), data_=st.data())
+def test_boxes_equal_pixel_loop(thickness, channels, data_):
+    img = np.random.default_rng(1).integers(0, 256, (13, 17) + (() if channels is None else (3,)), np.uint8)
+    bx = data_.draw(box_lists(13, 17))
+    color = (1, 2, 3) if channels else (1,)
+    expected = oracle.box_outlines(img, bx.tolist(), color, thickness)
+    np.testing.assert_array_equal(portcv.to_numpy(draw.boxes(img, bx, color=color, thickness=thickness)), expected)
+
+
+def test_boxes_default_colour_and_no_boxes(backend):
+    rgb = np.zeros((6, 7, 3), np.uint8)
+    with portcv.using(backend):
+        out = portcv.to_numpy(draw.boxes(rgb, [(1, 1, 3, 3)], thickness=1))
+        assert out[1, 1].tolist() == [255, 0, 0] and out[2, 2].tolist() == [0, 0, 0]
+        assert portcv.to_numpy(draw.boxes(rgb[..., 0], [(1, 1, 3, 3)]))[1, 1] == 255
+        rgba = portcv.to_numpy(draw.boxes(np.zeros((4, 4, 4), np.uint8), [(0, 0, 2, 2)]))
+        assert rgba[0, 0].tolist() == [255, 0, 0, 255]
+        for none in [(), [], np.zeros((0, 4), np.int32)]:
+            same = draw.boxes(rgb, none)
+            assert portcv.backend().owns(same)
+            np.testing.assert_array_equal(portcv.to_numpy(same), rgb)
+        far = [(-10**12, 3, 10**12 + 2, 2), (2**40, 2**40, 5, 5)]  # huge coordinates: clipped, no overflow
+        expected = np.zeros_like(rgb)
+        expected[3:5, 0:2] = [255, 0, 0]
+        np.testing.assert_array_equal(portcv.to_numpy(draw.boxes(rgb, np.array(far, np.int64), thickness=1)), expected)
+
+
+# ---- mask overlay -----------------------------------------------------------------------------
+
+@st.composite
+def masks(draw_, channels, alpha):
+    mh, mw = draw_(st.integers(1, 12)), draw_(st.integers(1, 12))
+    rng = np.random.default_rng(draw_(st.integers(0, 2**32 - 1)))
+    c = channels + (1 if alpha else 0)
+    m = rng.integers(0, 256, (mh, mw, c), np.uint8)
+    if alpha:
+        m[..., -1] = rng.choice(np.array([0, 255, 128, 1, 254], np.uint8), (mh, mw))
+    else:  # some pixels of a key colour
+        m = np.where(rng.random((mh, mw, 1)) < 0.3, np.uint8(7), m).astype(np.uint8)
+    return m
+
+
+@given(data=images(channels=(None, 3, 4), max_h=30, max_w=40), with_alpha=st.booleans(), keyed=st.booleans(),
+       opacity=st.sampled_from([None, 0, 128, 255]),
+       interpolation=st.sampled_from(["bilinear", "nearest", "bilinear_exact"]),
+       data_=st.data())
+def test_mask_overlay_same_bits_on_every_backend(backend, data, with_alpha, keyed, opacity, interpolation, data_):
+    img, axis = data
+    channels = img.shape[-1] if axis == -1 else 1
+    h, w = (img.shape[-3], img.shape[-2]) if axis == -1 else (img.shape[-2], img.shape[-1])
+    mask = data_.draw(masks(channels, with_alpha))
+    bx = data_.draw(box_lists(h, w, max_n=3))
+    key = (7,) * channels if keyed else None
+    out = matches_numpy(backend, draw.mask_overlay, img, mask, bx, alpha=opacity, key=key,
+                        interpolation=interpolation, channel_axis=axis)
+    assert out.shape == img.shape and out.dtype == np.uint8
+
+
+@given(channels=st.sampled_from([1, 3]), with_alpha=st.booleans(), keyed=st.booleans(),
+       opacity=st.sampled_from([None, 100]), interpolation=st.sampled_from(["bilinear", "nearest"]), data_=st.data())
+def test_mask_overlay_equals_cv2_resize_and_pixel_loop(channels, with_alpha, keyed, opacity, interpolation, data_):
+    """Oracle + peer: each mask scaled by cv2.resize, then blended pixel by pixel, box by box."""
+    cv2 = pytest.importorskip("cv2")
+    shape = (15, 19) if channels == 1 else (15, 19, 3)
+    img = np.random.default_rng(3).integers(0, 256, shape, np.uint8)
+    mask = data_.draw(masks(channels, with_alpha))
+    bx = data_.draw(box_lists(15, 19, max_n=3))
+    key = (7,) * channels if keyed else None
+    rgba = mask if with_alpha else np.concatenate([mask, np.full(mask.shape[:2] + (1,), 255, np.uint8)], axis=-1)
+    if key is not None:
+        rgba = rgba.copy()
+        rgba[(mask[..., :channels] == 7).all(axis=-1), -1] = 0
+    flag = {"bilinear": cv2.INTER_LINEAR, "nearest": cv2.INTER_NEAREST}[interpolation]
+    kept = [b for b in bx.tolist() if b[2] >= 1 and b[3] >= 1]
+    scaled = [cv2.resize(rgba, (bw, bh), interpolation=flag).reshape(bh, bw, channels + 1) for _, _, bw, bh in kept]
+    expected = oracle.mask_overlay(img, scaled, kept, 255 if opacity is None else opacity)
+    out = draw.mask_overlay(img, mask[..., 0] if channels == 1 and not with_alpha else mask, bx, alpha=opacity,
+                            key=key, interpolation=interpolation)
+    np.testing.assert_array_equal(portcv.to_numpy(out), expected)
+
+
+def test_mask_overlay_opaque_paste_and_no_boxes(backend):
+    img = np.zeros((6, 8, 3), np.uint8)
+    mask = np.full((2, 2, 3), 200, np.uint8)
+    with portcv.using(backend):
+        out = portcv.to_numpy(draw.mask_overlay(img, mask, [(2, 1, 4, 3)]))
+        expected = img.copy()
+        expected[1:4, 2:6] = 200
+        np.testing.assert_array_equal(out, expected)
+        np.testing.assert_array_equal(portcv.to_numpy(draw.mask_overlay(img, mask, [(2, 1, 4, 3)], alpha=0)), img)
+        same = draw.mask_overlay(img, mask, ())
+        assert portcv.backend().owns(same)
+        np.testing.assert_array_equal(portcv.to_numpy(same), img)
+
+
 # ---- bad input ------------------------------------------------------------------------------
 
 RGB = np.zeros((4, 5, 3), np.uint8)
@@ -183,7 +319,39 @@ RGB = np.zeros((4, 5, 3), np.uint8)
     (lambda: draw.text_overlay(RGB, "a", color="red"), TypeError, "color"),
     (lambda: draw.text_overlay(RGB, "a", background=3.5), TypeError, "background"),
     (lambda: draw.text_overlay(RGB.astype(np.int16), "a"), TypeError, "image"),
+    (lambda: draw.boxes(RGB, np.zeros((2, 3), np.int32)), ValueError, "boxes"),
+    (lambda: draw.boxes(RGB, np.zeros((4,), np.int32)), ValueError, "boxes"),
+    (lambda: draw.boxes(RGB, [(1, 2, 3)]), ValueError, "boxes"),
+    (lambda: draw.boxes(RGB, [(1, 2, 3, 4), (1, 2)]), ValueError, "boxes"),
+    (lambda: draw.boxes(RGB, np.zeros((1, 4), np.float32)), TypeError, "boxes"),
+    (lambda: draw.boxes(RGB, np.zeros((1, 4), bool)), TypeError, "boxes"),
+    (lambda: draw.boxes(RGB, "0 0 2 2"), TypeError, "boxes"),
+    (lambda: draw.boxes(RGB, [(0, 0, 2, 2)], color=(1, 2)), ValueError, "color"),
+    (lambda: draw.boxes(RGB, [(0, 0, 2, 2)], color=(1, 2, 256)), ValueError, "color"),
+    (lambda: draw.boxes(RGB, [(0, 0, 2, 2)], color=(1, 2, -1)), ValueError, "color"),
+    (lambda: draw.boxes(RGB, [(0, 0, 2, 2)], color=(1.0, 2, 3)), TypeError, "color"),
+    (lambda: draw.boxes(RGB, [(0, 0, 2, 2)], thickness=0), ValueError, "thickness"),
+    (lambda: draw.boxes(RGB, [(0, 0, 2, 2)], thickness=-1), ValueError, "thickness"),
+    (lambda: draw.boxes(RGB, [(0, 0, 2, 2)], thickness=256), ValueError, "thickness"),
+    (lambda: draw.boxes(RGB, [(0, 0, 2, 2)], thickness=2.0), TypeError, "thickness"),
+    (lambda: draw.boxes(RGB.astype(np.float32), [(0, 0, 2, 2)]), TypeError, "image"),
+    (lambda: draw.mask_overlay(RGB, RGB[..., :2], [(0, 0, 2, 2)]), ValueError, "mask"),
+    (lambda: draw.mask_overlay(RGB, RGB.astype(np.int16), [(0, 0, 2, 2)]), TypeError, "mask"),
+    (lambda: draw.mask_overlay(RGB, RGB[0], [(0, 0, 2, 2)]), ValueError, "mask"),
+    (lambda: draw.mask_overlay(RGB, RGB, np.zeros((1, 5), np.int32)), ValueError, "boxes"),
+    (lambda: draw.mask_overlay(RGB, RGB, np.zeros((1, 4), np.float64)), TypeError, "boxes"),
+    (lambda: draw.mask_overlay(RGB, RGB, [(0, 0, 2, 2)], alpha=256), ValueError, "alpha"),
+    (lambda: draw.mask_overlay(RGB, RGB, [(0, 0, 2, 2)], alpha=0.5), TypeError, "alpha"),
+    (lambda: draw.mask_overlay(RGB, RGB, [(0, 0, 2, 2)], key=(1, 2)), ValueError, "key"),
+    (lambda: draw.mask_overlay(RGB, RGB, [(0, 0, 2, 2)], interpolation="cubic"), ValueError, "interpolation"),
+    (lambda: draw.mask_overlay(RGB, RGB, [(0, 0, 2**20, 2**20)]), ValueError, "boxes"),
 ])
 def test_bad_input(call, exc, words):
     with pytest.raises(exc, match=words):
         call()
+
+
+def test_text_overlay_default_color_is_white_on_gray_and_rgb():
+    gray = portcv.to_numpy(draw.text_overlay(np.zeros((13, 8), np.uint8), "H"))
+    rgb = portcv.to_numpy(draw.text_overlay(np.zeros((13, 8, 3), np.uint8), "H"))
+    assert gray.max() == 255 and (rgb[..., 0] == gray).all() and (rgb == rgb[..., :1]).all()

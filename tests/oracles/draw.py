@@ -54,3 +54,46 @@ def text_overlay(image: np.ndarray, glyphs: np.ndarray, text: str, x: int, y: in
                             elif background is not None:
                                 out[py, px] = background if has_channels else background[0]
     return out
+
+
+def box_outlines(image: np.ndarray, boxes, color, thickness: int) -> np.ndarray:
+    """Pixel by pixel, box by box: the outline rule of ``portcv.draw.boxes`` (cv2.rectangle's pixels)."""
+    out = image.copy()
+    r = 0 if thickness == 1 else (thickness + 1) // 2
+    h, w = image.shape[:2]
+    for x, y, bw, bh in boxes:
+        if bw < 1 or bh < 1:
+            continue
+        x0, x1, y0, y1 = x, x + bw - 1, y, y + bh - 1
+        for py in range(h):
+            for px in range(w):
+                if x0 <= px <= x1 and y0 <= py <= y1:
+                    on = min(px - x0, x1 - px, py - y0, y1 - py) <= r
+                else:
+                    dx = max(x0 - px, px - x1, 0)
+                    dy = max(y0 - py, py - y1, 0)
+                    on = dx * dx + dy * dy <= r * r
+                if on:
+                    out[py, px] = color if image.ndim == 3 else color[0]
+    return out
+
+
+def mask_overlay(image: np.ndarray, scaled_masks, boxes, opacity: int) -> np.ndarray:
+    """Pixel by pixel: blend each box's already-scaled colour + alpha mask, in box order."""
+    out = image.copy()
+    h, w = image.shape[:2]
+    for (x, y, _, _), m in zip(boxes, scaled_masks):
+        for my in range(m.shape[0]):
+            for mx in range(m.shape[1]):
+                py, px = y + my, x + mx
+                if 0 <= py < h and 0 <= px < w:
+                    a = int(m[my, mx, -1])
+                    a = (a * opacity + 127) // 255
+                    for c in range(m.shape[2] - 1):
+                        u = int(out[py, px, c]) if image.ndim == 3 else int(out[py, px])
+                        v = (a * int(m[my, mx, c]) + (255 - a) * u + 127) // 255
+                        if image.ndim == 3:
+                            out[py, px, c] = v
+                        else:
+                            out[py, px] = v
+    return out

@@ -256,12 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead of timing: asv publish the asv_bench results to DIR, with the CDN assets vendored")
     p.add_argument("--asv-dir", default=None, help="the asv_bench folder (default: found from the current directory)")
     p.set_defaults(func=bench)
-    from .video import add_motion_command  # `portcv motion`
+    # The domain modules define their own commands (next to the code they drive).
+    from .stream import _add_stream_command  # `portcv stream serve|view`
+    from .video import _add_motion_command  # `portcv motion`
 
-    add_motion_command(sub)
-    from .stream import add_stream_command  # `portcv stream serve|view`
-
-    add_stream_command(sub)
+    _add_motion_command(sub)
+    _add_stream_command(sub)
     return parser
 
 

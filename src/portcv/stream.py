@@ -1011,7 +1011,7 @@ def _source(spec: str, size: tuple[int, int], frames: int | None, seed: int) -> 
     return video.iter_frames(spec, frames=frames), video.video_fps(spec)
 
 
-def serve_command(args: Any) -> int:
+def _serve_command(args: Any) -> int:
     source, _ = _source(args.source, args.size, args.frames or None, args.seed)
     log = (lambda msg: print(msg, flush=True)) if not args.quiet else None
     server = StreamServer(
@@ -1036,7 +1036,7 @@ def serve_command(args: Any) -> int:
     return 0
 
 
-def view_command(args: Any) -> int:
+def _view_command(args: Any) -> int:
     writer = None
     if args.out:
         from . import video
@@ -1068,7 +1068,7 @@ def view_command(args: Any) -> int:
     return 0 if stats.frames else 1
 
 
-def add_stream_command(sub: Any) -> None:
+def _add_stream_command(sub: Any) -> None:
     """Register ``portcv stream serve`` and ``portcv stream view`` on the CLI's subparsers."""
     from .cli import _parse_size
 
@@ -1088,7 +1088,7 @@ def add_stream_command(sub: Any) -> None:
     s.add_argument("--size", type=_parse_size, default=(640, 480), help="synthetic frame size WIDTHxHEIGHT (default 640x480)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--quiet", action="store_true", help="no progress lines")
-    s.set_defaults(func=serve_command)
+    s.set_defaults(func=_serve_command)
     v = ss.add_parser("view", help="receive a stream, check it, reconstruct the frames (and write a video)")
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8765)
@@ -1097,5 +1097,5 @@ def add_stream_command(sub: Any) -> None:
     v.add_argument("--fps", type=float, default=30.0, help="frame rate of --out (default 30)")
     v.add_argument("--timeout", type=float, default=5.0, help="give up after this many seconds without a connection")
     v.add_argument("--quiet", action="store_true", help="no progress lines")
-    v.set_defaults(func=view_command)
+    v.set_defaults(func=_view_command)
 

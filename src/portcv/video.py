@@ -327,7 +327,7 @@ def _parse_grid(text: str) -> tuple[int, int]:
     return rows, cols
 
 
-def add_motion_command(sub: Any) -> None:
+def _add_motion_command(sub: Any) -> None:
     """Register ``portcv motion`` on the CLI's subparsers."""
     from .cli import _parse_size
 
@@ -353,7 +353,7 @@ def add_motion_command(sub: Any) -> None:
     p.add_argument("--variant", default="pseudocode", help="'pseudocode' (default) or 'listing'")
     p.add_argument("--thickness", type=int, default=2, help="outline width of the drawn motion cells")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=motion_command)
+    p.set_defaults(func=_motion_command)
 
 
 def _detector_args(args: Any) -> dict[str, Any]:
@@ -366,7 +366,7 @@ def _detector_args(args: Any) -> dict[str, Any]:
     }
 
 
-def motion_command(args: Any) -> int:
+def _motion_command(args: Any) -> int:
     """``portcv motion SOURCE``: annotated video and Table VII statistics per backend."""
     import sys
 

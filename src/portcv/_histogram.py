@@ -315,7 +315,9 @@ def _otsu_jax_compiled() -> Any:
         zero = jnp.zeros(n.shape, jnp.float64)
         init = (zero, zero, zero, jnp.zeros(n.shape, jnp.int64))
         xs = (jnp.transpose(h).astype(jnp.float64), jnp.arange(256, dtype=jnp.int64))
-        (_, _, _, max_val), _ = lax.scan(step, init, xs)
+        # Unrolled 8 steps per loop trip: on a GPU each trip of a scan is a kernel launch, and
+        # 256 of them took 3.6 ms; the arithmetic (and so every bit) is the same.
+        (_, _, _, max_val), _ = lax.scan(step, init, xs, unroll=8)
         return jnp.reshape(max_val, lead)
 
     return jax.jit(run)

@@ -231,6 +231,67 @@ def test_bad_encoder_arguments():
         encode_delta((2, 2), 1, 3, np.zeros(2, np.int8), np.zeros(2, np.int32))
 
 
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_packet_header_describes_each_kind(encoding):
+    rng = np.random.default_rng(3)
+    frame = rng.integers(0, 256, (6, 7, 3), dtype=np.uint8)
+    key = encode_keyframe(frame, 41, encoding=encoding)
+    h = parse_header(key)
+    assert isinstance(h, stream.PacketHeader)
+    assert (h.kind, h.index, h.shape, h.count, h.frame_bytes) == ("keyframe", 41, (6, 7, 3), 0, 126)
+    assert h.encoding == stream.ENCODINGS[encoding] and h.version == stream.VERSION
+    assert h.payload_length == len(key) - HEADER_SIZE and h.payload_crc == zlib.crc32(key[HEADER_SIZE:])
+
+    delta = delta_packet(encoding, index=42, shape=(6, 7, 3))
+    h = parse_header(delta)
+    assert (h.kind, h.index, h.shape, h.count, h.frame_bytes) == ("delta", 42, (6, 7, 3), 3, 126)
+    assert h.payload_length == len(delta) - HEADER_SIZE and h.payload_crc == zlib.crc32(delta[HEADER_SIZE:])
+
+
+def test_packet_header_of_the_end_packet_and_immutability():
+    end = encode_end(2**64 - 1)
+    assert len(end) == HEADER_SIZE  # no payload
+    h = parse_header(end)
+    assert (h.kind, h.index, h.shape, h.count, h.payload_length) == ("end", 2**64 - 1, (1,), 0, 0)
+    assert h.payload_crc == zlib.crc32(b"") and h.frame_bytes == 1
+    with pytest.raises(AttributeError):  # a frozen dataclass
+        h.index = 0
+    assert StreamDecoder().parse_header(end) == h  # the decoder's limits do not change the fields
+    with pytest.raises(ValueError, match="index"):
+        encode_end(-1)
+
+
+def test_stream_stats_counts_and_rates():
+    s = stream.StreamStats(started=10.0)
+    assert s.rate() == {"fps": 0.0, "bytes_per_s": 0.0, "saved": 0.0, "bytes_per_frame": 0.0}
+    s.add(HEADER_SIZE + 1000, 4000, "keyframe")
+    s.add(HEADER_SIZE + 100, 4000, "delta")
+    s.add(HEADER_SIZE + 200, 4000, "delta")
+    assert (s.frames, s.keyframes, s.deltas) == (3, 1, 2)
+    assert s.payload_bytes == 1300 and s.wire_bytes == 1300 + 3 * HEADER_SIZE and s.raw_bytes == 12000
+    s.stopped = 12.0  # two seconds
+    r = s.rate()
+    assert r["fps"] == pytest.approx(1.5)
+    assert r["bytes_per_s"] == pytest.approx(s.wire_bytes / 2)
+    assert r["bytes_per_frame"] == pytest.approx(s.wire_bytes / 3)
+    assert r["saved"] == pytest.approx(1 - s.wire_bytes / 12000)
+    line = s.line("view")
+    assert line.startswith("view: 3 frames (1 keyframes), 1.5 fps") and "saved vs raw RGB" in line
+    s.stop()  # already stopped: the clock stays frozen
+    assert s.stopped == 12.0
+
+
+def test_stream_stats_stop_freezes_the_rate():
+    s = stream.StreamStats()
+    s.add(HEADER_SIZE, 10, "delta")
+    s.stop()
+    stopped = s.stopped
+    time.sleep(0.01)
+    s.stop()
+    assert s.stopped == stopped and s.rate()["fps"] == s.rate()["fps"] > 0
+
+
 # ---- TCP ------------------------------------------------------------------------------------
 
 class CorruptingProxy:

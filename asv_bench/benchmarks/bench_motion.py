@@ -8,7 +8,10 @@ and the motion-area image, batched over ``pairs`` consecutive frame pairs of a g
 pair at a time through :class:`portcv.motion.MotionDetector` (one new edge map per pair, the
 previous one kept on the device, the regions copied back to the host): the latency (target
 under 0.5 ms at 640x480). :class:`Difference` and :class:`Density` time the two motion kernels
-alone. NumPy and JAX-on-CPU skip the large batches (minutes per call).
+alone. :class:`DetectorUpdate` is one pair with the whole ``MotionResult`` (regions, density,
+difference, edges) copied to the host; :class:`DrawRegions` times ``draw_regions`` over an RGB
+frame and :class:`CellBounds` the host-side ``cell_bounds``. NumPy and JAX-on-CPU skip the large
+batches (minutes per call).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 
 import portcv
 
-from ._common import BACKENDS, SIZE_NAMES, SIZES, Benchmark, Operation, require
+from ._common import BACKENDS, SIZE_NAMES, SIZES, Benchmark, Operation, require, rgb_image
 
 #: Edge thresholds of the benchmark video (the paper's Fig. 12: t_l = 70, t_h = 80).
 T_LOW, T_HIGH = 70, 80
@@ -143,3 +146,75 @@ class Density(Benchmark):
 
     def time_density(self, backend, size, grid):
         self.op()
+
+
+class DetectorUpdate(Benchmark):
+    """``MotionDetector.update(frame)`` producing a whole ``MotionResult``, all four fields to the host.
+
+    :class:`MotionStream` copies back only the regions; this is the cost when a caller uses every
+    field of the ``MotionResult`` (``regions``, ``density``, ``difference``, ``edges``).
+    ``track_motion_cells`` counts the cells the result flags for the benchmark pair (a check that
+    the output did not change, the same on every backend).
+    """
+
+    params = [BACKENDS, SIZE_NAMES]
+    param_names = ["backend", "size"]
+
+    def setup(self, backend, size):
+        b = require(backend)
+        self.backend = b.name
+        with portcv.using(self.backend):
+            self.frames = [portcv.asarray(f) for f in _video(size, 2)]
+            self.detector = portcv.motion.MotionDetector(t_low=T_LOW, t_high=T_HIGH, beta=BETA, grid=GRID)
+            self.t = 0
+            self.detector.update(self.frames[0])  # the first frame: previous edges, no result
+            for _ in range(2):  # compile
+                self.result = self.step()
+
+    def step(self):
+        self.t += 1
+        result = self.detector.update(self.frames[self.t % 2])
+        return portcv.motion.MotionResult(*(portcv.to_numpy(field) for field in result))
+
+    def time_update_to_motion_result(self, backend, size):
+        with portcv.using(self.backend):
+            self.step()
+
+    def track_motion_cells(self, backend, size):
+        return int(np.count_nonzero(self.result.regions))
+
+    track_motion_cells.unit = "cells"
+
+
+class DrawRegions(Benchmark):
+    """``draw_regions(frame, regions, thickness=2)``: outline the flagged cells of the 6 x 10 grid over an RGB frame."""
+
+    params = [BACKENDS, SIZE_NAMES]
+    param_names = ["backend", "size"]
+
+    def setup(self, backend, size):
+        regions = np.random.default_rng(0).random(GRID) < 0.3
+        self.op = Operation(backend, lambda img, reg: portcv.motion.draw_regions(img, reg, thickness=2),
+                            rgb_image(size), regions)
+
+    def time_draw_regions(self, backend, size):
+        self.op()
+
+    def track_draw_regions_bandwidth(self, backend, size):
+        return self.op.bandwidth_gbs()
+
+    track_draw_regions_bandwidth.unit = "GB/s"
+
+
+class CellBounds(Benchmark):
+    """``cell_bounds(shape, grid=...)``: the host-side rectangles of the density cells (per variant)."""
+
+    params = [SIZE_NAMES, ["6x10", "60x80"], ["pseudocode", "listing"]]
+    param_names = ["size", "grid", "variant"]
+
+    def setup(self, size, grid, variant):
+        self.shape = SIZES[size]
+        self.grid = tuple(int(v) for v in grid.split("x"))
+
+    def time_cell_bounds(self, size, grid, variant):
+        portcv.motion.cell_bounds(self.shape, grid=self.grid, variant=variant)

@@ -18,6 +18,7 @@ from . import edges
 from . import motion, video
 from . import codec
 from . import draw
+from . import detect
 from .backends import (
     Backend,
     BackendUnavailableError,
@@ -40,6 +41,7 @@ __all__ = [
     "backend",
     "codec",
     "draw",
+    "detect",
     "color",
     "data",
     "edges",

@@ -1,0 +1,172 @@
+"""CuPy overrides of the cascade kernels (``cascade_evaluate``, ``cascade_compact``), running
+``cuda/cascade.cu``. ``_cascade.py`` holds the portable versions (the reference) and imports
+this module at its end, which registers the overrides.
+
+Window evaluation: one thread per window, ``STAGES_BLOCK`` threads per block, a 1-D grid of
+``ceil(K / STAGES_BLOCK)`` blocks; every scale of the packed pyramid is covered by one launch
+(the thesis, section 3.1). The cascade's arrays are read straight from global memory through
+the read-only cache: the threads of a warp read the same node at the same time (a broadcast),
+so staging them in shared memory would buy little. Depth-first evaluation is one launch with
+stages ``[0, S)``; breadth-first is ``[0, split)`` over every window, ``cascade_compact``, then
+``[split, S)`` on the plan. With ``count`` (a 0-d int32 device array: a plan's length, never
+copied to the host) only the first ``count`` windows are evaluated and the rest get status 0.
+
+Compaction (the scheduling paper's mask -> plan): three launches, no atomics, ascending order:
+per-tile counts (tiles of ``COMPACT_BLOCK * COMPACT_ITEMS`` windows), one block scanning the tile
+counts into offsets (and writing ``count = min(total, capacity)``), per-tile block scans and a
+scatter; slots ``count..capacity-1`` hold zeros. OpenCV's stage-0 skip rule is evaluated in the
+same kernels (see ``cascade.cu``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._cascade import compact_kernel, evaluate_kernel
+
+#: Threads per block of the window-evaluation kernels (one window per thread).
+STAGES_BLOCK = 128
+#: Compaction tiles: COMPACT_ITEMS coalesced rounds of COMPACT_BLOCK windows per block.
+COMPACT_BLOCK = 256
+COMPACT_ITEMS = 8
+COMPACT_TILE = COMPACT_BLOCK * COMPACT_ITEMS
+#: Threads of the single-block scan over the per-tile counts.
+COMPACT_SCAN_THREADS = 1024
+#: Window counts the int32 indices of the kernels can address (with a tile of slack).
+MAX_WINDOWS = 2**31 - 1 - COMPACT_TILE
+
+#: ``Cascade.arrays()`` positions (the portable kernel's order) -> kernel argument dtypes.
+_ARRAY_NAMES = ("stage_threshold_fixed", "tree_node_start", "tree_leaf_start", "node_feature", "node_left",
+                "node_right", "node_threshold", "node_threshold_sq", "node_subset", "leaf_fixed", "feature_rect",
+                "feature_weight", "feature_tilted")
+_DTYPES = {
+    "stage_threshold_fixed": "int64", "tree_node_start": "int32", "tree_leaf_start": "int32",
+    "node_feature": "int32", "node_left": "int32", "node_right": "int32", "node_threshold": "float32",
+    "node_threshold_sq": "float64", "node_subset": "uint32", "leaf_fixed": "int64", "feature_rect": "int32",
+    "feature_weight": "int32", "feature_tilted": "uint8",
+}
+#: The kernels' argument order after stage_tree_start (which comes from the static stage layout).
+_COMMON = ("stage_threshold_fixed", "tree_node_start", "tree_leaf_start", "node_feature", "node_left",
+           "node_right", "leaf_fixed")
+_HAAR = ("node_threshold", "node_threshold_sq", "feature_rect", "feature_weight", "feature_tilted")
+_LBP = ("node_subset", "feature_rect")
+
+
+def _device_array(cupy: Any, a: Any, dtype: str) -> Any:
+    """``a`` as a C-contiguous CuPy array of ``dtype`` (bool reinterpreted as uint8, no copy)."""
+    a = cupy.asarray(a)
+    if dtype == "uint8" and a.dtype == cupy.bool_:
+        a = a.view(cupy.uint8)
+    return cupy.ascontiguousarray(a.astype(dtype, copy=False))
+
+
+def launch_stages(sums: Any, sqsums: Any, tilt: Any, windows: Any, arrays: dict[str, Any], *, feature_type: str,
+                  window: tuple[int, int], has_tilted: bool, stages: tuple, stage_begin: int, stage_end: int,
+                  check_variance: bool, count: Any = None) -> Any:
+    """Status int32 ``(K,)`` of stages ``[stage_begin, stage_end)`` at ``windows`` (see cascade.cu).
+
+    ``sums``, ``sqsums``, ``tilt``: uint32 integral images ``(Hp+1, Wp+1)``; ``windows``: flat
+    offsets ``y * (Wp+1) + x``; ``arrays``: the cascade's arrays by ``Cascade`` field name;
+    ``stages``: ``Cascade.stage_layout()``; ``count``: see the module docstring. The variance
+    test applies to Haar cascades only (OpenCV's LBP evaluator has none), as in the portable
+    version. Returns ``NotImplemented`` for inputs the kernels do not take.
+    """
+    import cupy
+
+    from .backends.cupy import cuda_function, device_constant
+
+    haar = feature_type == "haar"
+    if sums.ndim != 2 or sums.dtype != cupy.uint32 or sums.size > MAX_WINDOWS or windows.ndim != 1:
+        return NotImplemented
+    if haar and (sqsums.shape != sums.shape or sqsums.dtype != cupy.uint32):
+        return NotImplemented
+    if haar and has_tilted and (tilt.shape != sums.shape or tilt.dtype != cupy.uint32):
+        return NotImplemented
+    if not 0 <= stage_begin <= stage_end <= len(stages):
+        return NotImplemented
+    n = windows.shape[0]
+    status = cupy.empty(n, dtype=cupy.int32)
+    if n == 0:
+        return status
+    s = cupy.ascontiguousarray(sums)
+    win = cupy.ascontiguousarray(windows.astype(cupy.int32, copy=False))  # offsets < sums.size < 2**31
+    use_count = count is not None
+    cnt = cupy.asarray(count, dtype=cupy.int32).reshape(()) if use_count else win  # not read without use_count
+    # stage_tree_start from the static layout: uploaded once per cascade (and stage count).
+    starts = tuple(t0 for t0, _, _ in stages) + ((stages[-1][1],) if stages else (0,))
+    stage_tree_start = device_constant(starts, "int32")
+    dev = [_device_array(cupy, arrays[k], _DTYPES[k]) for k in _COMMON + (_HAAR if haar else _LBP)]
+    scalars = (np.int32(window[0]), np.int32(window[1]), np.int32(stage_begin), np.int32(stage_end))
+    grid, block = ((n + STAGES_BLOCK - 1) // STAGES_BLOCK,), (STAGES_BLOCK,)
+    head = (np.int32(s.shape[1]), win, np.int32(n), cnt, np.int32(use_count))
+    if haar:
+        q = cupy.ascontiguousarray(sqsums)
+        t = cupy.ascontiguousarray(tilt) if has_tilted else s  # not read without TILTED
+        tilted = "true" if has_tilted else "false"
+        fn = cuda_function("cascade.cu", f"portcv_cascade_stages_haar<{STAGES_BLOCK},{tilted}>")
+        fn(grid, block, (s, q, t, *head, *scalars, np.int32(bool(check_variance)), stage_tree_start, *dev, status))
+    else:
+        fn = cuda_function("cascade.cu", f"portcv_cascade_stages_lbp<{STAGES_BLOCK}>")
+        # sqsum is read only with check_variance, which LBP never applies (the portable rule).
+        fn(grid, block, (s, s, *head, *scalars, np.int32(0), stage_tree_start, *dev, status))
+    return status
+
+
+@evaluate_kernel.override("cupy")
+def _evaluate_cupy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any, feature_type: str,
+                   window: tuple[int, int], has_tilted: bool, stages: tuple, stage_begin: int, stage_end: int,
+                   check_variance: bool) -> Any:
+    if len(arrays) != len(_ARRAY_NAMES):
+        return NotImplemented
+    return launch_stages(sums, sqsums, tilt, windows, dict(zip(_ARRAY_NAMES, arrays)), feature_type=feature_type,
+                         window=window, has_tilted=has_tilted, stages=stages, stage_begin=stage_begin,
+                         stage_end=stage_end, check_variance=check_variance)
+
+
+def compact(status: Any, row_end: Any = None, *, capacity: int) -> tuple[Any, Any]:
+    """``(plan, count)``: ascending indices ``i`` with ``status[i] == 1`` (and, given
+    ``row_end``, visited under OpenCV's stage-0 skip rule), at most ``capacity`` of them;
+    ``count`` = min(number kept, capacity), a 0-d int32 device array; ``plan[count:]`` = 0.
+    No host synchronization.
+    """
+    import cupy
+
+    from .backends.cupy import cuda_function
+
+    status = cupy.ascontiguousarray(cupy.asarray(status).reshape(-1))
+    n = status.shape[0]
+    if status.dtype != cupy.int32 or n > MAX_WINDOWS:
+        return NotImplemented
+    skip_rule = row_end is not None
+    if skip_rule:
+        row_end = cupy.asarray(row_end).reshape(-1)
+        if row_end.shape[0] != n:
+            return NotImplemented
+        row_end = cupy.ascontiguousarray(row_end.view(cupy.uint8) if row_end.dtype == cupy.bool_
+                                         else (row_end != 0).view(cupy.uint8))
+    plan = cupy.empty(capacity, dtype=cupy.int32)
+    count = cupy.empty((), dtype=cupy.int32)
+    if n == 0:
+        plan.fill(0)
+        count.fill(0)
+        return plan, count
+    ends = row_end if skip_rule else status  # not read without the skip rule
+    rule = "true" if skip_rule else "false"
+    tiles = math.ceil(n / COMPACT_TILE)
+    tile_counts = cupy.empty(tiles, dtype=cupy.int32)  # per-tile counts, then exclusive offsets
+    count_tiles = cuda_function("cascade.cu", f"portcv_cascade_compact_count<{COMPACT_BLOCK},{COMPACT_ITEMS},{rule}>")
+    scan = cuda_function("cascade.cu", f"portcv_cascade_compact_offsets<{COMPACT_SCAN_THREADS}>")
+    scatter = cuda_function("cascade.cu", f"portcv_cascade_compact_scatter<{COMPACT_BLOCK},{COMPACT_ITEMS},{rule}>")
+    n32, cap = np.int32(n), np.int32(capacity)
+    count_tiles((tiles,), (COMPACT_BLOCK,), (status, ends, n32, tile_counts))
+    scan((1,), (COMPACT_SCAN_THREADS,), (tile_counts, np.int32(tiles), cap, count))
+    scatter((tiles,), (COMPACT_BLOCK,), (status, ends, n32, tile_counts, count, cap, plan))
+    return plan, count
+
+
+@compact_kernel.override("cupy")
+def _compact_cupy(status: Any, row_end: Any, *, capacity: int) -> Any:
+    return compact(status, row_end, capacity=capacity)

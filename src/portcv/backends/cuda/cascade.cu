@@ -1,0 +1,382 @@
+// Cascade window evaluation (OpenCV's Haar and LBP cascades) and the stream compaction that
+// turns a window mask into a dense plan (the scheduling paper's mask -> plan). Compiled by
+// portcv.backends.cupy with --std=c++17 --fmad=false; portcv/_cascade.py holds the portable
+// version (the reference) and portcv/_cascade_cuda.py the launchers.
+//
+// portcv_cascade_stages_haar / portcv_cascade_stages_lbp: one thread per window; the window
+// is a flat offset y * stride + x of its top-left corner in the integral images of the packed
+// pyramid (all scales in one image, so one launch covers every scale: the thesis, section 3.1).
+// Stages [stage_begin, stage_end) run one after the other; status = 1 when all pass, -s when
+// stage s rejects (0 for stage 0), -1 for the variance reject. Depth-first detection is one
+// launch with [0, S) over all grid windows; breadth-first runs [0, split) over all windows,
+// compacts the survivors and runs [split, S) on the plan, whose length stays on the device
+// (`count`), so there is no host round trip between the launches.
+//
+// Exactness (the same decisions as the portable version, bit for bit):
+// - Integral images are uint32 and wrap modulo 2^32; a rectangle inside one window sums to less
+//   than 2^32 (the loader bounds the window area), so the uint32 difference of the four corners
+//   is the true sum. It is widened to int64 before any multiply.
+// - Variance: A = (W-2)(H-2), s and q the sum and squared sum over (1, 1, W-2, H-2),
+//   nf = A*q - s*s in int64 (< 2^49); rejected when nf <= 0 or 100*A*A >= nf (OpenCV's
+//   A / sqrt(nf) >= 0.1 without the square root).
+// - Haar node: F = sum w_i * S_i in int64 (exact). OpenCV goes left iff F / sqrt(nf) < thr,
+//   i.e. F < thr * sqrt(nf), decided from signs and squares: thr > 0: F < 0 or F^2 < thr^2 nf;
+//   thr <= 0: F < 0 and F^2 > thr^2 nf. F^2 is double(F) * double(F) and thr^2 nf is
+//   thr_sq * double(nf) (thr_sq = double(thr)^2 from the loader, exact; nf < 2^53, exact): two
+//   correctly rounded IEEE multiplies (__dmul_rn, never contracted), one compare.
+// - LBP node: integer block sums and compares only.
+// - Stage sums: leaves in fixed point (int64, exact), compared with the stage threshold's
+//   fixed-point ceiling: acc < thr <=> sum(leaf_fixed) < stage_threshold_fixed.
+//
+// Compaction (portcv_cascade_compact_*): keep flags (status 1, visited under OpenCV's stage-0
+// skip rule) -> per-tile counts -> one-block scan of the tile counts -> per-tile block scans and
+// a scatter in ascending index order, so the plan's order never depends on thread timing (no
+// atomics). count = min(total, capacity); slots count..capacity-1 hold zeros.
+#include "common.cuh"
+
+namespace portcv_cascade {
+
+// Sum over the upright rectangle whose top-left corner is at flat offset p (uint32 wrap-around:
+// the true sum is < 2^32, so the modular result is exact).
+__device__ __forceinline__ unsigned int rect_sum(const unsigned int* __restrict__ ii, int p, int w, int h,
+                                                 int stride) {
+    const int q = p + h * stride;
+    return __ldg(ii + p) - __ldg(ii + p + w) - __ldg(ii + q) + __ldg(ii + q + w);
+}
+
+// Sum over a 45-degree rectangle in OpenCV's integral3 tilted layout, relative to the window
+// corner `win`: T[y][x] - T[y+h][x-h] - T[y+w][x+w] + T[y+w+h][x+w-h].
+__device__ __forceinline__ unsigned int tilted_sum(const unsigned int* __restrict__ t, int win, int x, int y, int w,
+                                                   int h, int stride) {
+    return __ldg(t + win + y * stride + x) - __ldg(t + win + (y + h) * stride + (x - h)) -
+           __ldg(t + win + (y + w) * stride + (x + w)) + __ldg(t + win + (y + w + h) * stride + (x + w - h));
+}
+
+// The window's variance term nf = A*q - s*s over (1, 1, W-2, H-2); nf >= 0 (Cauchy-Schwarz).
+__device__ __forceinline__ long long variance_term(const unsigned int* __restrict__ sum,
+                                                   const unsigned int* __restrict__ sqsum, int win, int W, int H,
+                                                   int stride) {
+    const int p = win + stride + 1;
+    const long long s = (long long)rect_sum(sum, p, W - 2, H - 2, stride);
+    const long long q = (long long)rect_sum(sqsum, p, W - 2, H - 2, stride);
+    const long long A = (long long)(W - 2) * (H - 2);
+    return A * q - s * s;
+}
+
+// Whether the variance test rejects: nf <= 0 or 100 A^2 >= nf.
+__device__ __forceinline__ bool variance_rejects(long long nf, int W, int H) {
+    const long long A = (long long)(W - 2) * (H - 2);
+    return nf <= 0 || 100 * A * A >= nf;
+}
+
+// Exact form of OpenCV's "F / sqrt(nf) < thr" (see the header).
+__device__ __forceinline__ bool haar_goes_left(long long F, float thr, double thr_sq, double nf) {
+    const double f = __ll2double_rn(F);  // |F| < 2^40: exact
+    const double f2 = __dmul_rn(f, f);
+    const double t2 = __dmul_rn(thr_sq, nf);
+    return thr > 0.0f ? (F < 0 || f2 < t2) : (F < 0 && f2 > t2);
+}
+
+// The int32 Haar feature value F = sum_i w_i * S_i (unused rectangles have weight 0).
+template <bool TILTED>
+__device__ __forceinline__ long long haar_feature(const unsigned int* __restrict__ sum,
+                                                  const unsigned int* __restrict__ tilted, int win, int stride,
+                                                  const int* __restrict__ rect, const int* __restrict__ weight,
+                                                  const unsigned char* __restrict__ is_tilted, int f) {
+    const bool tilt = TILTED && __ldg(is_tilted + f) != 0;
+    long long F = 0;
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        const int w = __ldg(weight + 3 * f + i);
+        if (w == 0) continue;  // contributes 0 either way
+        const int* r = rect + 12 * f + 4 * i;
+        const int x = __ldg(r), y = __ldg(r + 1), rw = __ldg(r + 2), rh = __ldg(r + 3);
+        const unsigned int S = tilt ? tilted_sum(tilted, win, x, y, rw, rh, stride)
+                                    : rect_sum(sum, win + y * stride + x, rw, rh, stride);
+        F += (long long)w * (long long)S;
+    }
+    return F;
+}
+
+// The 8-bit LBP code of the 3x3 blocks of size w x h whose top-left block starts at (x, y):
+// bit order 128 TL | 64 T | 32 TR | 16 R | 8 BR | 4 B | 2 BL | 1 L, set when block >= centre.
+__device__ __forceinline__ int lbp_code(const unsigned int* __restrict__ sum, int win, int stride,
+                                        const int* __restrict__ rect, int f) {
+    const int* r = rect + 4 * f;
+    const int x = __ldg(r), y = __ldg(r + 1), w = __ldg(r + 2), h = __ldg(r + 3);
+    unsigned int P[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const int row = win + (y + j * h) * stride + x;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) P[j][i] = __ldg(sum + row + i * w);
+    }
+    unsigned int B[3][3];
+#pragma unroll
+    for (int j = 0; j < 3; ++j)
+#pragma unroll
+        for (int i = 0; i < 3; ++i) B[j][i] = P[j][i] - P[j][i + 1] - P[j + 1][i] + P[j + 1][i + 1];
+    const unsigned int c = B[1][1];  // true block sums < 2^32: unsigned compares are exact
+    return (B[0][0] >= c) << 7 | (B[0][1] >= c) << 6 | (B[0][2] >= c) << 5 | (B[1][2] >= c) << 4 |
+           (B[2][2] >= c) << 3 | (B[2][1] >= c) << 2 | (B[2][0] >= c) << 1 | (B[1][0] >= c);
+}
+
+// The cascade's flat arrays (device pointers), see portcv.detect.Cascade.
+struct Stages {
+    const int* __restrict__ stage_tree_start;          // (S+1,)
+    const long long* __restrict__ stage_threshold_fixed;  // (S,)
+    const int* __restrict__ tree_node_start;           // (T+1,)
+    const int* __restrict__ tree_leaf_start;           // (T+1,)
+    const int* __restrict__ node_feature;              // (N,)
+    const int* __restrict__ node_left;                 // (N,) > 0 node (local), <= 0 leaf -value
+    const int* __restrict__ node_right;                // (N,)
+    const long long* __restrict__ leaf_fixed;          // (L,)
+};
+
+// Runs stages [stage_begin, stage_end) with `goes_left(global node id)` as the node test;
+// returns 1 or -s for the rejecting stage s. A tree walk takes at most as many steps as the
+// tree has nodes (the loader checks that every child index is larger than its parent's, so the
+// walk always reaches a leaf within that bound).
+template <typename GoesLeft>
+__device__ __forceinline__ int run_stages(const Stages& c, int stage_begin, int stage_end, GoesLeft goes_left) {
+    for (int s = stage_begin; s < stage_end; ++s) {
+        const int t_end = __ldg(c.stage_tree_start + s + 1);
+        long long acc = 0;
+        for (int t = __ldg(c.stage_tree_start + s); t < t_end; ++t) {
+            const int n0 = __ldg(c.tree_node_start + t);
+            const int nodes = __ldg(c.tree_node_start + t + 1) - n0;
+            int node = 0, leaf = 0;
+            for (int step = 0; step < nodes; ++step) {
+                const int g = n0 + node;
+                const int next = goes_left(g) ? __ldg(c.node_left + g) : __ldg(c.node_right + g);
+                if (next <= 0) {
+                    leaf = -next;
+                    break;
+                }
+                node = next;
+            }
+            acc += __ldg(c.leaf_fixed + __ldg(c.tree_leaf_start + t) + leaf);
+        }
+        if (acc < __ldg(c.stage_threshold_fixed + s)) return -s;
+    }
+    return 1;
+}
+
+// Number of windows this launch evaluates: n, or min(*count, n) (use_count) for a plan whose
+// length is on the device.
+__device__ __forceinline__ int live_windows(int n, const int* __restrict__ count, int use_count) {
+    if (!use_count) return n;
+    const int c = *count;
+    return c < 0 ? 0 : (c < n ? c : n);
+}
+
+__device__ __forceinline__ int warp_sum(int v) {
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
+}
+
+// Exclusive scan of v over the block (BLOCK a multiple of 32, at most 1024); `total` = the sum.
+// s_warp holds BLOCK/32 ints. Contains __syncthreads: every thread of the block must call it.
+template <int BLOCK>
+__device__ __forceinline__ int block_exclusive_scan(int v, int* s_warp, int& total) {
+    constexpr int NW = BLOCK / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int incl = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const int t = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += t;
+    }
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+        int w = lane < NW ? s_warp[lane] : 0;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const int t = __shfl_up_sync(0xffffffffu, w, d);
+            if (lane >= d) w += t;
+        }
+        if (lane < NW) s_warp[lane] = w;  // inclusive warp prefixes
+    }
+    __syncthreads();
+    total = s_warp[NW - 1];
+    const int before = warp > 0 ? s_warp[warp - 1] : 0;
+    __syncthreads();  // s_warp may be reused by the caller after this
+    return before + incl - v;
+}
+
+}  // namespace portcv_cascade
+
+
+// ---------------------------------------------------------------------------------------------
+// Window evaluation. Launch: grid ceil(n / BLOCK), block BLOCK. Thread i evaluates windows[i]
+// for i < live (n, or min(*count, n) with use_count) and writes status[i]; threads
+// live <= i < n write 0 (a defined value: "rejected at stage 0"). Arrays that a launch does not
+// read (sqsum of an LBP launch without check_variance, tilted without TILTED, count without
+// use_count) may be any int array: CuPy passes no null pointers.
+template <int BLOCK, bool TILTED>
+__global__ void __launch_bounds__(BLOCK)
+portcv_cascade_stages_haar(const unsigned int* __restrict__ sum, const unsigned int* __restrict__ sqsum,
+                           const unsigned int* __restrict__ tilted, int stride, const int* __restrict__ windows,
+                           int n, const int* __restrict__ count, int use_count, int win_w, int win_h,
+                           int stage_begin, int stage_end, int check_variance,
+                           const int* __restrict__ stage_tree_start,
+                           const long long* __restrict__ stage_threshold_fixed,
+                           const int* __restrict__ tree_node_start, const int* __restrict__ tree_leaf_start,
+                           const int* __restrict__ node_feature, const int* __restrict__ node_left,
+                           const int* __restrict__ node_right, const long long* __restrict__ leaf_fixed,
+                           const float* __restrict__ node_threshold, const double* __restrict__ node_threshold_sq,
+                           const int* __restrict__ feature_rect, const int* __restrict__ feature_weight,
+                           const unsigned char* __restrict__ feature_tilted, int* __restrict__ status) {
+    using namespace portcv_cascade;
+    const int i = blockIdx.x * BLOCK + threadIdx.x;
+    if (i >= n) return;
+    if (i >= live_windows(n, count, use_count)) {
+        status[i] = 0;
+        return;
+    }
+    const Stages c{stage_tree_start, stage_threshold_fixed, tree_node_start, tree_leaf_start,
+                   node_feature,     node_left,             node_right,      leaf_fixed};
+    const int win = windows[i];
+    // nf is needed by every node test, so it is computed whether or not the test applies.
+    const long long nf = variance_term(sum, sqsum, win, win_w, win_h, stride);
+    if (check_variance && variance_rejects(nf, win_w, win_h)) {
+        status[i] = -1;
+        return;
+    }
+    const double nfd = __ll2double_rn(nf);  // 0 <= nf < 2^53: exact
+    status[i] = run_stages(c, stage_begin, stage_end, [&](int g) {
+        const long long F = haar_feature<TILTED>(sum, tilted, win, stride, feature_rect, feature_weight,
+                                                 feature_tilted, __ldg(node_feature + g));
+        return haar_goes_left(F, __ldg(node_threshold + g), __ldg(node_threshold_sq + g), nfd);
+    });
+}
+
+// LBP: the same launch geometry and status convention; node_subset is (N, 8) uint32 (a 256-bit
+// category set), left iff bit `code` is set.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+portcv_cascade_stages_lbp(const unsigned int* __restrict__ sum, const unsigned int* __restrict__ sqsum, int stride,
+                          const int* __restrict__ windows, int n, const int* __restrict__ count, int use_count,
+                          int win_w, int win_h, int stage_begin, int stage_end, int check_variance,
+                          const int* __restrict__ stage_tree_start, const long long* __restrict__ stage_threshold_fixed,
+                          const int* __restrict__ tree_node_start, const int* __restrict__ tree_leaf_start,
+                          const int* __restrict__ node_feature, const int* __restrict__ node_left,
+                          const int* __restrict__ node_right, const long long* __restrict__ leaf_fixed,
+                          const unsigned int* __restrict__ node_subset, const int* __restrict__ feature_rect,
+                          int* __restrict__ status) {
+    using namespace portcv_cascade;
+    const int i = blockIdx.x * BLOCK + threadIdx.x;
+    if (i >= n) return;
+    if (i >= live_windows(n, count, use_count)) {
+        status[i] = 0;
+        return;
+    }
+    const Stages c{stage_tree_start, stage_threshold_fixed, tree_node_start, tree_leaf_start,
+                   node_feature,     node_left,             node_right,      leaf_fixed};
+    const int win = windows[i];
+    if (check_variance && variance_rejects(variance_term(sum, sqsum, win, win_w, win_h, stride), win_w, win_h)) {
+        status[i] = -1;
+        return;
+    }
+    status[i] = run_stages(c, stage_begin, stage_end, [&](int g) {
+        const int code = lbp_code(sum, win, stride, feature_rect, __ldg(node_feature + g));
+        return ((__ldg(node_subset + 8 * g + (code >> 5)) >> (code & 31)) & 1u) != 0;
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compaction (the portable version: _cascade.py, compact_kernel): plan[k] = the k-th index i,
+// ascending, that is kept; *count = min(#kept, capacity); plan[count..capacity) = 0.
+// Kept: status[i] == 1 and, with SKIP_RULE, i is *visited* under OpenCV's stage-0 skip rule
+// (each row scanned left to right; the window after a visited stage-0 reject is skipped):
+// v[row start] = 1, v[i+1] = !(v[i] && status[i] == 0). Unrolled, v[i] <=> the run of
+// status == 0 entries right before i, inside i's row (row_end marks each row's last window),
+// has even length -- the portable version's closed form "(i - last reset - 1) is even". Only
+// threads with status 1 walk back over the run, and a run ends at the first non-zero entry,
+// so every entry is walked over by at most one thread: O(n) work in all.
+// A tile is BLOCK * ITEMS entries, handled in ITEMS coalesced rounds of BLOCK.
+//   1. portcv_cascade_compact_count<BLOCK, ITEMS, SKIP_RULE>: grid = tiles; tile_counts[b] = #kept in tile b.
+//   2. portcv_cascade_compact_offsets<NT>: one block of NT; tile counts -> exclusive offsets (in
+//      place), *count = min(total, capacity).
+//   3. portcv_cascade_compact_scatter<BLOCK, ITEMS, SKIP_RULE>: grid = tiles; ranks by block scans,
+//      the scatter, zeros in the unused slots.
+// n < 2^31, so indices and counts fit int.
+namespace portcv_cascade {
+
+template <bool SKIP_RULE>
+__device__ __forceinline__ int kept(const int* __restrict__ status, const unsigned char* __restrict__ row_end,
+                                    int n, int i) {
+    if (i >= n || __ldg(status + i) != 1) return 0;
+    if (!SKIP_RULE) return 1;
+    int j = i - 1;
+    while (j >= 0 && __ldg(row_end + j) == 0 && __ldg(status + j) == 0) --j;
+    return ((i - 1 - j) & 1) == 0;
+}
+
+}  // namespace portcv_cascade
+
+template <int BLOCK, int ITEMS, bool SKIP_RULE>
+__global__ void __launch_bounds__(BLOCK)
+portcv_cascade_compact_count(const int* __restrict__ status, const unsigned char* __restrict__ row_end, int n,
+                             int* __restrict__ tile_counts) {
+    using namespace portcv_cascade;
+    __shared__ int s_warp[BLOCK / 32];
+    const int tile = blockIdx.x * BLOCK * ITEMS;
+    int c = 0;
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) c += kept<SKIP_RULE>(status, row_end, n, tile + j * BLOCK + (int)threadIdx.x);
+    c = warp_sum(c);
+    if ((threadIdx.x & 31) == 0) s_warp[threadIdx.x >> 5] = c;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        int v = threadIdx.x < BLOCK / 32 ? s_warp[threadIdx.x] : 0;
+        v = warp_sum(v);
+        if (threadIdx.x == 0) tile_counts[blockIdx.x] = v;
+    }
+}
+
+// Thread t owns a contiguous run of ceil(tiles / NT) tile counts.
+template <int NT>
+__global__ void __launch_bounds__(NT)
+portcv_cascade_compact_offsets(int* __restrict__ tile_counts, int tiles, int capacity, int* __restrict__ count) {
+    using namespace portcv_cascade;
+    __shared__ int s_warp[NT / 32];
+    const int per = (tiles + NT - 1) / NT;
+    const long long begin = (long long)threadIdx.x * per;
+    const long long end = begin + per < tiles ? begin + per : (long long)tiles;
+    int sum = 0;
+    for (long long i = begin; i < end; ++i) sum += tile_counts[i];
+    int total;
+    int offset = block_exclusive_scan<NT>(sum, s_warp, total);
+    for (long long i = begin; i < end; ++i) {
+        const int t = tile_counts[i];
+        tile_counts[i] = offset;
+        offset += t;
+    }
+    if (threadIdx.x == 0) *count = min(total, capacity);
+}
+
+template <int BLOCK, int ITEMS, bool SKIP_RULE>
+__global__ void __launch_bounds__(BLOCK)
+portcv_cascade_compact_scatter(const int* __restrict__ status, const unsigned char* __restrict__ row_end, int n,
+                               const int* __restrict__ tile_offsets, const int* __restrict__ count, int capacity,
+                               int* __restrict__ plan) {
+    using namespace portcv_cascade;
+    __shared__ int s_warp[BLOCK / 32];
+    const int tile = blockIdx.x * BLOCK * ITEMS;
+    long long base = tile_offsets[blockIdx.x];
+    for (int j = 0; j < ITEMS; ++j) {  // every thread runs every round: the scan syncs the block
+        const int i = tile + j * BLOCK + (int)threadIdx.x;
+        const int k = kept<SKIP_RULE>(status, row_end, n, i);
+        int round_total;
+        const int rank = block_exclusive_scan<BLOCK>(k, s_warp, round_total);
+        if (k && base + rank < capacity) plan[base + rank] = i;
+        base += round_total;
+    }
+    // Slots count..capacity-1: the scatter writes none of them, so no ordering is needed.
+    const long long stored = *count;
+    const long long G = (long long)gridDim.x * BLOCK;
+    for (long long k = stored + (long long)blockIdx.x * BLOCK + threadIdx.x; k < capacity; k += G) plan[k] = 0;
+}

@@ -1,0 +1,338 @@
+"""Cascade object detection with OpenCV's trained cascades (Haar and LBP), exact on every backend.
+
+:class:`CascadeDetector` runs OpenCV 4's ``CascadeClassifier.detectMultiScale`` semantics --
+the same scale list, ``INTER_LINEAR_EXACT`` pyramid, window steps, stage-0 skip rule, variance
+rejection, ``groupRectangles`` (eps 0.2) and clipping -- with the window decision reformulated in
+integers (no per-window square root or division), so NumPy, CuPy and JAX make identical
+decisions; they equal OpenCV's except at exact ties (``docs/detect.md`` measures them).
+
+The structure is the GPU one of the cascade-scheduling paper and the MCT thesis (section
+3.1): all pyramid levels packed into one image (one integral image, one launch covers every
+scale), the first stages evaluated breadth-first over *all* windows, the survivors compacted
+into a dense plan by a prefix sum, and the remaining stages run on the plan.
+
+>>> import numpy as np, portcv
+>>> det = portcv.detect.CascadeDetector.from_opencv("haarcascade_frontalface_default.xml")  # doctest: +SKIP
+>>> boxes, neighbours = det.detect(np.zeros((120, 160), np.uint8), min_neighbors=3)         # doctest: +SKIP
+>>> boxes.shape                                                                              # doctest: +SKIP
+(0, 4)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _validate
+from .._cascade import compact_kernel, evaluate_kernel, integrals_kernel
+from ..backends import backend, owner_of, to_numpy
+from ._detector import (
+    _scan_grid,
+    candidates_to_rects,
+    check_params,
+    clip_rects,
+    load,
+    next_capacity,
+    scale_plan,
+    to_gray,
+)
+from ._group import group_rectangles_impl
+from ._xml import Cascade, parse_cascade
+
+__all__ = ["Cascade", "CascadeDetector", "load_cascade", "group_rectangles", "GROUP_EPS"]
+
+#: OpenCV's ``GROUP_EPS`` for ``detectMultiScale``.
+GROUP_EPS = 0.2
+
+
+def load_cascade(path_or_name: Any) -> Cascade:
+    """Load an OpenCV cascade XML file into a :class:`Cascade` (flat arrays).
+
+    Parameters
+    ----------
+    path_or_name : str or os.PathLike
+        A file path, or a bare file name looked up in ``cv2.data.haarcascades`` (when OpenCV is
+        installed) and in scikit-image's data folder (``'lbpcascade_frontalface_opencv.xml'``).
+
+    Returns
+    -------
+    Cascade
+        Host NumPy arrays; see ``docs/detect.md`` for the layout.
+
+    Raises
+    ------
+    FileNotFoundError
+        Neither a file nor a known cascade name.
+    ValueError
+        Malformed, truncated or unsupported XML (a DOCTYPE/ENTITY, more than 64 MB, a missing
+        tag, an index out of range, a non-integer Haar weight, ...), naming the file.
+
+    Notes
+    -----
+    Reads OpenCV's new (``opencv-cascade-classifier``) and old (``opencv-haar-classifier``)
+    formats: Haar features with tilted rectangles and multi-node trees, LBP features with
+    256-bit category sets (``cascadedetect.cpp`` / ``cascadedetect_convert.cpp`` semantics, from
+    ``/work/shared/opencv-cascade.md``). The stage thresholds are ``float32(xml) - 1e-5f`` as in
+    OpenCV, and leaves become integers at a common binary scale ``2**k``, so a stage's decision
+    is an exact int64 comparison. scikit-image's copy of the LBP face cascade misspells
+    ``featureParams`` as ``featuhreParams``; it is accepted (``Cascade.notes`` says so).
+
+    Examples
+    --------
+    >>> import portcv
+    >>> c = portcv.detect.load_cascade("haarcascade_frontalface_default.xml")  # doctest: +SKIP
+    >>> c.feature_type, c.window, c.n_stages                                   # doctest: +SKIP
+    ('haar', (24, 24), 25)
+    """
+    return load(path_or_name)
+
+
+def group_rectangles(rects: Any, min_neighbors: int, *, eps: float = GROUP_EPS) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster similar rectangles, as ``cv2.groupRectangles`` (with the neighbour counts).
+
+    Parameters
+    ----------
+    rects : (N, 4) integer array-like
+        ``[x, y, w, h]`` rectangles (any backend; read on the host).
+    min_neighbors : int
+        A cluster is kept when it has more than ``min_neighbors`` members; ``0`` returns the
+        input unchanged (with one neighbour each).
+    eps : float
+        Similarity: two rectangles are similar when each of ``|dx|, |dy|, |d right|, |d bottom|``
+        is at most ``eps * (min(w1, w2) + min(h1, h2)) / 2``.
+
+    Returns
+    -------
+    rects : (M, 4) int32 NumPy array
+        Each kept cluster's mean rectangle, ``rint(float32(sum) * (1.f / n))``, in the order of
+        each cluster's first member.
+    neighbours : (M,) int32 NumPy array
+        Cluster sizes (``detectMultiScale2``'s ``numDetections``).
+
+    Notes
+    -----
+    OpenCV's ``groupRectangles``: connected components of the similarity relation
+    (``cv::partition``), class means with float32 rounding, then a kept cluster is dropped when
+    another kept cluster ``j`` contains it after growing by ``rint(eps * w_j)``,
+    ``rint(eps * h_j)``, and ``n_j > max(3, n_i)`` or ``n_i < 3``.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> rects = [[10, 10, 20, 20], [11, 10, 20, 20], [12, 11, 20, 21], [100, 100, 30, 30]]
+    >>> boxes, n = portcv.detect.group_rectangles(rects, 1)
+    >>> boxes.tolist(), n.tolist()
+    ([[11, 10, 20, 20]], [3])
+    """
+    if owner_of(rects) is not None and not isinstance(rects, np.ndarray):
+        rects = to_numpy(rects)
+    r = np.asarray(rects)
+    if r.size == 0:
+        r = r.reshape(0, 4)
+    if r.ndim != 2 or r.shape[1] != 4:
+        raise ValueError(f"rects must be an (N, 4) array of [x, y, w, h], got shape {r.shape}")
+    if not (np.issubdtype(r.dtype, np.integer) or r.dtype == bool):
+        if np.issubdtype(r.dtype, np.floating) and np.all(np.isfinite(r)) and np.all(r == np.round(r)):
+            r = r.astype(np.int64)
+        else:
+            raise TypeError(f"rects must hold integers, got dtype {r.dtype}")
+    if r.size and np.abs(r.astype(np.int64)).max() >= 2**30:
+        raise ValueError("rects: coordinates must be below 2**30 in magnitude")
+    mn = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
+    e = _validate.real(eps, "eps", positive=True, high=10.0)
+    return group_rectangles_impl(r, mn, e)
+
+
+class CascadeDetector:
+    """Multi-scale cascade detector with OpenCV ``CascadeClassifier`` semantics.
+
+    Parameters
+    ----------
+    cascade : Cascade
+        From :func:`load_cascade`; or use :meth:`from_opencv`.
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> det = portcv.detect.CascadeDetector.from_opencv("haarcascade_frontalface_default.xml")  # doctest: +SKIP
+    >>> boxes, neighbours = det.detect(np.zeros((64, 64), np.uint8))                            # doctest: +SKIP
+    >>> boxes.shape, neighbours.shape                                                           # doctest: +SKIP
+    ((0, 4), (0,))
+    """
+
+    def __init__(self, cascade: Cascade) -> None:
+        if not isinstance(cascade, Cascade):
+            raise TypeError(f"cascade must be a portcv.detect.Cascade, got {type(cascade).__name__}")
+        self.cascade = cascade
+        self._device: dict[str, tuple] = {}
+        self._grids: dict[tuple, tuple] = {}
+
+    @classmethod
+    def from_opencv(cls, path_or_name: Any) -> "CascadeDetector":
+        """A detector for an OpenCV cascade XML file (a path, or a name; see :func:`load_cascade`).
+
+        Examples
+        --------
+        >>> import portcv
+        >>> det = portcv.detect.CascadeDetector.from_opencv("haarcascade_eye.xml")  # doctest: +SKIP
+        >>> det.cascade.window                                                      # doctest: +SKIP
+        (20, 20)
+        """
+        return cls(load(path_or_name))
+
+    @classmethod
+    def from_xml(cls, data: bytes) -> "CascadeDetector":
+        """A detector from cascade XML bytes (same checks as :func:`load_cascade`)."""
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        return cls(parse_cascade(bytes(data)))
+
+    def __repr__(self) -> str:
+        c = self.cascade
+        return (f"<CascadeDetector {c.feature_type} {c.window[0]}x{c.window[1]}, {c.n_stages} stages, "
+                f"{c.n_trees} trees>")
+
+    # ---------------------------------------------------------------------------------------
+    def _arrays(self) -> tuple:
+        b = backend()
+        arrays = self._device.get(b.name)
+        if arrays is None:
+            arrays = self._device[b.name] = tuple(b.asarray(a) for a in self.cascade.arrays())
+        return arrays
+
+    def _grid(self, plan: list, placements: list, stride: int) -> tuple:
+        b = backend()
+        key = (b.name, tuple(plan), tuple(placements), stride)
+        hit = self._grids.get(key)
+        if hit is None:
+            grid = _scan_grid(tuple(plan), tuple(placements), self.cascade.window, stride)
+            hit = (grid, b.asarray(grid.windows), b.asarray(grid.row_end))
+            if len(self._grids) >= 8:
+                self._grids.pop(next(iter(self._grids)))
+            self._grids[key] = hit
+        return hit
+
+    def scan(self, image: Any, *, scale_factor: float = 1.1, min_size: Any = (0, 0), max_size: Any = None,
+             split_stage: int = 2) -> tuple[Any, Any, Any]:
+        """The raw scan of one gray image: ``(grid, plan indices, final status)`` (internal, tests)."""
+        c = self.cascade
+        sf, _, mins, maxs, split = check_params(scale_factor, 0, min_size, max_size, split_stage, c.n_stages)
+        return self._scan(image, sf, mins, maxs, split)
+
+    def _scan(self, gray: Any, sf: float, mins: tuple, maxs: Any, split: int) -> Any:
+        from .. import transform
+
+        c = self.cascade
+        height, width = gray.shape
+        if maxs is None or maxs[0] == 0 or maxs[1] == 0:
+            maxs = (width, height)
+        plan = scale_plan(width, height, c.window, sf, mins, maxs)
+        if not plan:
+            return None
+        levels = [transform.resize(gray, size=wh, interpolation="bilinear_exact") for _, wh in plan]
+        packed, placements = transform.pack_pyramid(levels, channel_axis=None)
+        sums, sqsums, tilt = integrals_kernel(packed, tilted=c.has_tilted)
+        grid, windows, row_end = self._grid(plan, placements, int(sums.shape[1]))
+        if grid.size == 0:
+            return None
+        arrays = self._arrays()
+        static = dict(feature_type=c.feature_type, window=c.window, has_tilted=c.has_tilted,
+                      stages=c.stage_layout())
+        split = min(split, c.n_stages)
+        status = evaluate_kernel(sums, sqsums, tilt, windows, *arrays, stage_begin=0, stage_end=split,
+                                 check_variance=True, **static)
+        plan_idx, count = compact_kernel(status, row_end, capacity=grid.size)
+        n = int(to_numpy(count))
+        if n == 0:
+            return grid, np.zeros(0, np.int64)
+        cap = next_capacity(n, grid.size)
+        plan_idx = plan_idx[:cap]
+        if split < c.n_stages:
+            xp = backend().xp
+            final = evaluate_kernel(sums, sqsums, tilt, xp.take(windows, plan_idx), *arrays, stage_begin=split,
+                                    stage_end=c.n_stages, check_variance=False, **static)
+            final = to_numpy(final)[:n]
+        else:
+            final = np.ones(n, np.int32)
+        idx = to_numpy(plan_idx)[:n]
+        return grid, idx[final == 1].astype(np.int64)
+
+    def detect(self, image: Any, *, scale_factor: float = 1.1, min_neighbors: int = 3, min_size: Any = (0, 0),
+               max_size: Any = None, split_stage: int = 2, raw: bool = False,
+               channel_axis: Any = "auto") -> Any:
+        """Detect objects at every scale, as ``cv2.CascadeClassifier.detectMultiScale2``.
+
+        Parameters
+        ----------
+        image : (H, W) or (H, W, C) uint8 array, or a batch (T, H, W[, C])
+            Gray, or RGB (C = 3, or 4 with alpha ignored), converted with OpenCV's fixed-point
+            ``RGB2GRAY`` (:func:`portcv.color.rgb_to_gray`). Any backend.
+        scale_factor : float
+            Ratio between pyramid scales, in (1, 10] (``scaleFactor``).
+        min_neighbors : int
+            Keep clusters of more than this many candidates (``minNeighbors``); 0 returns the
+            ungrouped candidates.
+        min_size, max_size : (int, int)
+            Smallest / largest object ``(width, height)``; ``max_size=None`` (or a 0 in it) means
+            the image size (``minSize``, ``maxSize``). A ``min_size`` larger than the image gives
+            no detections, not an error (as cv2).
+        split_stage : int
+            Stages ``[0, split_stage)`` run breadth-first on every window of every scale; the
+            visited survivors are compacted and stages ``[split_stage, S)`` run on that plan.
+            Any value gives the same result; it only moves work.
+        raw : bool
+            Return the candidates before grouping (as ``min_neighbors=0``).
+        channel_axis : {'auto', None, -1}
+            As in :func:`portcv.filters.sep_filter`.
+
+        Returns
+        -------
+        boxes : (N, 4) int32 NumPy array
+            ``[x, y, w, h]`` in image pixels, clipped to the image.
+        neighbours : (N,) int32 NumPy array
+            Candidates per box (``numDetections``; ones for raw candidates).
+            For a batch, a list of ``(boxes, neighbours)`` per frame.
+
+        Notes
+        -----
+        OpenCV 4.13 ``CascadeClassifierImpl::detectMultiScale`` (``cascadedetect.cpp``), read
+        into ``/work/shared/opencv-cascade.md``; the scheduling paper's breadth-first stages
+        with mask -> plan compaction; the MCT thesis (section 3.1) packed pyramid. The window
+        decision is integer (see ``portcv._cascade``): variance ``100 A^2 >= nf`` instead of
+        ``A / sqrt(nf) >= 0.1``, Haar nodes ``F < thr sqrt(nf)`` from signs and squares, stage
+        sums in fixed point; identical on every backend, equal to OpenCV's float decision
+        except at exact ties. Candidate coordinates are ``rint(x * factor)`` (half to even).
+
+        Examples
+        --------
+        >>> import numpy as np, portcv
+        >>> det = portcv.detect.CascadeDetector.from_opencv("haarcascade_frontalface_default.xml")  # doctest: +SKIP
+        >>> boxes, n = det.detect(np.full((48, 48), 128, np.uint8), min_neighbors=0)               # doctest: +SKIP
+        >>> len(boxes)                                                                              # doctest: +SKIP
+        0
+        """
+        c = self.cascade
+        sf, mn, mins, maxs, split = check_params(scale_factor, min_neighbors, min_size, max_size, split_stage,
+                                                 c.n_stages)
+        if not isinstance(raw, bool):
+            raise TypeError(f"raw must be a bool, got {type(raw).__name__}")
+        img = _validate.image(image)
+        gray, batched = to_gray(img, channel_axis)
+        if batched:
+            return [self._detect_one(gray[t], sf, mn, mins, maxs, split, raw) for t in range(gray.shape[0])]
+        return self._detect_one(gray, sf, mn, mins, maxs, split, raw)
+
+    def _detect_one(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, split: int,
+                    raw: bool) -> tuple[np.ndarray, np.ndarray]:
+        height, width = gray.shape
+        scanned = self._scan(gray, sf, mins, maxs, split)
+        if scanned is None:
+            return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
+        grid, idx = scanned
+        rects = candidates_to_rects(grid, idx, self.cascade.window)
+        if raw or mn == 0:
+            neighbours = np.ones(rects.shape[0], np.int32)
+        else:
+            rects, neighbours = group_rectangles_impl(rects, mn, GROUP_EPS)
+        return clip_rects(rects, neighbours, width, height)

@@ -404,8 +404,10 @@ def _check_soak(r: dict, frames: int) -> None:
     assert outputs["damaged"][-1][0] > frames // 2
     # Reconnections happened, and each one restarted from a keyframe.
     assert clients["reconnecting"].connections >= 3
-    # It reaches the end of the stream (the last frame or two may still be in flight on a loaded machine).
-    assert outputs["reconnecting"][-1][0] >= frames - 5
+    # It reaches the end of the stream. A reconnect on a loaded 2-core machine can take tens of
+    # milliseconds (10 frames at 400 fps; CI saw 290 of 300), and a stream that ends during one
+    # ends there: allow the last 5 % of the run, far from the stall this guards against.
+    assert outputs["reconnecting"][-1][0] >= frames - frames // 20
     # The slow client made the server skip ahead with keyframes instead of queueing.
     assert server.dropped_to_keyframe > 0
     assert len(outputs["slow"]) < frames

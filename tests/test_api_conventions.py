@@ -8,7 +8,8 @@ import pytest
 
 import portcv
 
-DOMAIN_MODULES = [portcv.color, portcv.filters, portcv.transform, portcv.edges, portcv.codec, portcv.draw]
+DOMAIN_MODULES = [portcv.color, portcv.filters, portcv.transform, portcv.edges, portcv.codec, portcv.draw,
+                  portcv.detect]
 PUBLIC = [
     (mod.__name__, name, getattr(mod, name))
     for mod in DOMAIN_MODULES
@@ -24,7 +25,9 @@ def test_public_function_conventions(module, name, fn):
     if name not in {"gaussian_taps_q8", "gaussian_kernel", "pack_pyramid", "threshold_two_peaks",
                     "magnitude", "direction_sector",  # edges: these take (gx, gy)
                     "delta_encode", "delta_decode",  # codec: (frame, reference) / (reference, diffs, ...)
-                    "heatmap", "noise_map", "heatmap_colors", "glyph_atlas"}:  # draw: (previous, current) / tables
+                    "heatmap", "noise_map", "heatmap_colors", "glyph_atlas",  # draw: (previous, current) / tables
+                    # detect: a cascade file, rectangles, (detector, frames); detection itself is a method
+                    "load_cascade", "group_rectangles", "detect_video"}:
         assert takes_image, f"{module}.{name}: the image comes first and is called `image`"
     for p in params:
         if p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.KEYWORD_ONLY:

@@ -292,6 +292,81 @@ def test_evaluate_kernel_backend_equals_numpy(backend):
 
 
 # --------------------------------------------------------------------------------------------
+# The scan's structure: one pyramid gather, plan evaluation with a device count, static capacity
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape, sf, min_size", [((61, 83), 1.1, (0, 0)), ((64, 96), 2.0, (0, 0)),
+                                                 ((50, 50), 1.3, (30, 30)), ((37, 120), 1.5, (0, 0))])
+def test_pyramid_gather_equals_resize_and_pack(backend, shape, sf, min_size):
+    """The one-gather packed pyramid equals resize(bilinear_exact) of every level + pack_pyramid,
+    including a copy level (factor 1) and exact 2x reductions (sf = 2: the area average)."""
+    from portcv._cascade import pyramid_kernel
+    from portcv.detect._detector import scan_geometry
+
+    img = np.random.default_rng(sum(shape)).integers(0, 256, shape, dtype=np.uint8)
+    h, w = shape
+    geo = scan_geometry(w, h, (24, 24), sf, min_size, (w, h))
+    with portcv.using("numpy"):
+        levels = [portcv.transform.resize(img, size=wh, interpolation="bilinear_exact") for _, wh in geo.levels]
+        expected, placements = portcv.transform.pack_pyramid(levels, channel_axis=None)
+    assert tuple(placements) == geo.placements
+    with portcv.using(backend):
+        b = portcv.backend()
+        got = pyramid_kernel(b.asarray(img), *(b.asarray(a) for a in geo.maps), shape=geo.packed_shape)
+    assert_same_bits(expected, got)
+
+
+def test_plan_evaluation_and_candidates_backend_equals_numpy(backend):
+    from portcv._cascade import candidates_kernel, plan_evaluate_kernel
+
+    cascade = load_cascade(DEFAULT).truncated(4)
+    img = _small_image(9, (72, 80), True)
+    s, q, t = integrals_kernel(img, tilted=False)
+    windows = np.arange(0, (72 - 24) * 81, 2, dtype=np.int32)
+    windows = windows[windows % 81 <= 80 - 24]
+    rng = np.random.default_rng(2)
+    plan = np.sort(rng.choice(windows.size, 300, replace=False)).astype(np.int32)
+    plan = np.concatenate([plan, np.zeros(212, np.int32)])  # capacity 512, 300 live slots
+    args = dict(feature_type="haar", window=cascade.window, has_tilted=False, stages=cascade.stage_layout(),
+                stage_begin=1, stage_end=4, check_variance=False)
+    results = {}
+    for name in ("numpy", backend):
+        for count in (0, 137, 300):
+            with portcv.using(name):
+                b = portcv.backend()
+                ints = integrals_kernel(b.asarray(img), tilted=False)
+                dev = [b.asarray(a) for a in (windows, plan, np.asarray(count, np.int32))]
+                status = plan_evaluate_kernel(*ints, *dev, *(b.asarray(a) for a in cascade.arrays()), **args)
+                out = candidates_kernel(dev[1], dev[2], status, limit=64)
+                results[name, count] = (portcv.to_numpy(status), portcv.to_numpy(out))
+    full = portcv.to_numpy(evaluate_kernel(s, q, t, windows[plan[:300]], *cascade.arrays(), **args))
+    for count in (0, 137, 300):
+        e_status, e_out = results["numpy", count]
+        assert np.array_equal(e_status[:count], full[:count]) and not e_status[count:].any()
+        kept = plan[:count][full[:count] == 1]
+        assert e_out[0] == count and e_out[1] == kept.size and np.array_equal(e_out[2 : 2 + min(64, kept.size)],
+                                                                            kept[:64])
+        for e, a in zip(results["numpy", count], results[backend, count]):
+            assert_same_bits(e, a)
+
+
+def test_static_plan_capacity_overflow_is_redone(monkeypatch, astronaut_gray):
+    """A plan capacity too small for the survivors (JAX's learned static capacity) is detected at
+    the end and redone: the result never changes, and the capacity learned fits the next frame."""
+    from portcv.detect import _detector
+
+    det = CascadeDetector(load_cascade(DEFAULT).truncated(6))
+    small = astronaut_gray[::2, ::2].copy()
+    ref = det.detect(small, min_neighbors=0)
+    monkeypatch.setattr(_detector, "plan_capacity", lambda b, size, learned: learned if learned else 256)
+    det2 = CascadeDetector(det.cascade)
+    for _ in range(2):
+        out = det2.detect(small, min_neighbors=0)
+        assert all(np.array_equal(a, b) for a, b in zip(ref, out))
+    (capacity,) = det2._grids.values()
+    assert capacity > 256
+
+
+# --------------------------------------------------------------------------------------------
 # Peers: cv2.CascadeClassifier.detectMultiScale2
 # --------------------------------------------------------------------------------------------
 def _cv2_detect(path, gray, scale_factor, min_neighbors, min_size):

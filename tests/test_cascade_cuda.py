@@ -238,3 +238,33 @@ def test_detect_equal_across_backends(backend, name):
                 boxes, neigh = det.detect(portcv.asarray(frame), **params)
             assert_same_bits(e_boxes, boxes)
             assert_same_bits(e_neigh, neigh)
+
+
+def test_integrals_override_wraps_like_numpy(backend):
+    """The CuPy integrals (integral.cu's int64 tables, wrapped to uint32) equal the portable
+    uint32 tables, also where the squared sums pass 2**32."""
+    require_cupy(backend)
+    rng = np.random.default_rng(4)
+    img = np.where(rng.random((333, 517)) < 0.9, 255, rng.integers(0, 256, (333, 517))).astype(np.uint8)
+    with portcv.using("numpy"):
+        expected = integrals_kernel(img, tilted=False)
+    assert int((img.astype(np.int64) ** 2).sum()) > 2**32  # the squared sums wrap
+    with portcv.using(backend):
+        got = integrals_kernel(portcv.asarray(img), tilted=False)
+    for e, a in zip(expected, got):
+        assert_same_bits(e, a)
+
+
+def test_scan_reads_back_once(backend, monkeypatch):
+    """A detection reads one small array back from the device (no count read between stages)."""
+    require_cupy(backend)
+    from portcv.detect import CascadeDetector, _detector
+
+    calls = []
+    real = _detector.to_numpy
+    monkeypatch.setattr(_detector, "to_numpy", lambda a: calls.append(a.size) or real(a))
+    det = CascadeDetector.from_opencv(cascade_path("haarcascade_frontalface_default.xml"))
+    gray = cv2.cvtColor(skdata.astronaut(), cv2.COLOR_RGB2GRAY)
+    with portcv.using(backend):
+        det.detect(portcv.asarray(gray), min_neighbors=3)
+    assert calls == [_detector.CANDIDATE_LIMIT + 2]

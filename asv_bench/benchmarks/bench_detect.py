@@ -7,6 +7,8 @@ frame on CuPy; cv2 on 2 CPU threads takes ~56 ms for the 512x512 astronaut). The
 synthetic scene with faces pasted in (scikit-image's astronaut when it is installed), so the late
 stages have work to do. :class:`SplitStage` moves the breadth-first / plan split point (the
 scheduling paper chose it by measurement; the MCT thesis found after stage 2 best).
+:class:`DetectVideo` is ``detect_video`` over 8 host frames of 640x480 in frames per second, with
+and without the CUDA-stream overlap of upload and detection on CuPy.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 import portcv
 
-from ._common import BACKENDS, OPENCV, SIZES, Benchmark, Operation, peer_module, rgb_image
+from ._common import BACKENDS, OPENCV, SIZES, Benchmark, Operation, not_supported, peer_module, require, rgb_image
 
 CASCADE = "haarcascade_frontalface_default.xml"
 DETECT_SIZES = ["640x480", "1920x1080"]
@@ -122,3 +124,46 @@ class GroupRectangles(Benchmark):
 
     def time_group_rectangles(self, where):
         portcv.detect.group_rectangles(self.rects, 3)
+
+
+class DetectVideo(Benchmark):
+    """``detect_video`` over 8 host frames of 640x480 (the face scene moving right), frames per second.
+
+    ``streams``: on CuPy the upload of frame ``t + 1`` (pinned buffer, copy stream) overlaps the
+    detection of frame ``t``; ``sequential`` is the same loop without streams (CuPy only: on the
+    other backends ``detect_video`` is always sequential, so that value is skipped there).
+    """
+
+    params = [BACKENDS, ["streams", "sequential"]]
+    param_names = ["backend", "mode"]
+    frames = 8
+    number = 1
+    repeat = (1, 5, 60.0)
+    warmup_time = 0
+
+    def setup(self, backend, mode):
+        b = require(backend)
+        if mode == "sequential" and b.name != "cupy":
+            not_supported(backend, "separate sequential mode (detect_video is always sequential there)")
+        scene = face_scene("640x480")
+        self.video = [np.roll(scene, 4 * t, axis=1) for t in range(self.frames)]  # host frames
+        self.backend = b.name
+        self.det = _detector()
+        self.streams = mode == "streams"
+        self._run()  # compile (CuPy kernels, JAX traces for every plan capacity these frames need)
+
+    def _run(self) -> float:
+        with portcv.using(self.backend):
+            run = portcv.detect.detect_video(self.det, self.video, streams=self.streams, **PARAMS)
+            for _ in run:
+                pass
+        return run.statistics()["throughput"]
+
+    def time_detect_video(self, backend, mode):
+        self._run()
+
+    def track_frames_per_second(self, backend, mode):
+        rates = [self._run() for _ in range(1 if self.backend == "numpy" else 3)]
+        return round(float(np.median(rates)), 1)
+
+    track_frames_per_second.unit = "frames/s"

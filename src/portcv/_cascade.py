@@ -41,6 +41,48 @@ NUMPY_CHUNK = 1 << 16
 
 
 # --------------------------------------------------------------------------------------------
+# The packed pyramid in one gather
+# --------------------------------------------------------------------------------------------
+#: Fixed-point rounding of the pyramid gather: ``(sum of Q8 x Q8 products + 2**15) >> 16``.
+PYRAMID_ROUND = 1 << 15
+
+
+@kernel("cascade_pyramid")
+def pyramid_kernel(xp: Any, gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
+    """Every pyramid level resized from ``gray`` and packed into one uint8 image ``shape``.
+
+    One gather through host-built maps (``portcv.detect._detector.PyramidMaps``): packed pixel
+    ``p`` takes column entry ``xtab[xmap[p]] = (x0, x1, wx0, wx1)`` and row entry
+    ``ytab[ymap[p]] = (y0 * W, y1 * W, wy0, wy1)`` of its level's ``INTER_LINEAR_EXACT`` tables
+    (Q8 weights summing to 256), and is
+    ``(wy0 (wx0 g[y0,x0] + wx1 g[y0,x1]) + wy1 (wx0 g[y1,x0] + wx1 g[y1,x1]) + 2**15) >> 16``
+    -- ``resize``'s ``'exact'`` arithmetic; a level of the input's size (a copy) has weights
+    ``(256, 0)`` and an exact 2x reduction ``(128, 128)``, which gives ``resize``'s copy and
+    ``(a + b + c + d + 2) >> 2``. Entry 0 of both tables has zero weights: the fill pixels
+    (``pack_pyramid``'s ``fill=0``). Equal, bit for bit, to ``pack_pyramid([resize(gray, size=...,
+    interpolation='bilinear_exact') ...])`` (tested).
+    """
+    flat = xp.astype(xp.reshape(gray, (-1,)), xp.int32)
+    x0, x1, wx0, wx1 = (xp.take(xtab[:, k], xmap) for k in range(4))
+    y0, y1, wy0, wy1 = (xp.take(ytab[:, k], ymap) for k in range(4))
+    h0 = wx0 * xp.take(flat, y0 + x0) + wx1 * xp.take(flat, y0 + x1)
+    h1 = wx0 * xp.take(flat, y1 + x0) + wx1 * xp.take(flat, y1 + x1)
+    out = (wy0 * h0 + wy1 * h1 + PYRAMID_ROUND) >> 16  # <= 256 * 256 * 255 + 2**15 < 2**31
+    return xp.reshape(xp.astype(out, xp.uint8), shape)
+
+
+@pyramid_kernel.override("numpy")
+def _pyramid_numpy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
+    # The portable arithmetic in chunks of pixels, so the temporaries stay small.
+    out = np.empty(int(np.prod(shape)), np.uint8)
+    gray = np.asarray(gray)
+    for a in range(0, out.shape[0], NUMPY_CHUNK * 16):
+        part = slice(a, a + NUMPY_CHUNK * 16)
+        out[part] = pyramid_kernel.portable(np, gray, xmap[part], ymap[part], xtab, ytab, shape=(-1,))
+    return out.reshape(shape)
+
+
+# --------------------------------------------------------------------------------------------
 # Integral images
 # --------------------------------------------------------------------------------------------
 @kernel("cascade_integrals")
@@ -276,6 +318,37 @@ def _evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: An
     return status
 
 
+@kernel("cascade_evaluate_plan")
+def plan_evaluate_kernel(xp: Any, sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any,
+                         *arrays: Any, feature_type: str, window: tuple[int, int], has_tilted: bool, stages: tuple,
+                         stage_begin: int, stage_end: int, check_variance: bool) -> Any:
+    """Status int32 ``(C,)`` of ``windows[plan[i]]`` for ``i < count``, 0 for the other slots.
+
+    ``plan`` (int32 ``(C,)``) and ``count`` (0-d int32) come from :func:`compact_kernel` and stay
+    on the device: the capacity ``C`` is static, so no host round trip is needed between the
+    breadth-first stages and the plan (B's proposal; the CuPy override launches the stages with
+    the device count and the plan as an index into ``windows``).
+    """
+    win = xp.take(windows, plan)
+    status = evaluate_kernel.portable(xp, sums, sqsums, tilt, win, *arrays, feature_type=feature_type,
+                                      window=window, has_tilted=has_tilted, stages=stages, stage_begin=stage_begin,
+                                      stage_end=stage_end, check_variance=check_variance)
+    live = xp.arange(plan.shape[0], dtype=xp.int32) < count
+    return xp.where(live, status, xp.asarray(0, dtype=xp.int32))
+
+
+@plan_evaluate_kernel.override("numpy")
+def _plan_evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any, *arrays: Any,
+                         **params: Any) -> Any:
+    # The host knows count for free: the host schedule on the live slots only.
+    plan = np.asarray(plan)
+    n = max(0, min(int(count), plan.shape[0]))
+    status = np.zeros(plan.shape[0], np.int32)
+    if n:
+        status[:n] = _evaluate_numpy(sums, sqsums, tilt, np.asarray(windows)[plan[:n]], *arrays, **params)
+    return status
+
+
 # --------------------------------------------------------------------------------------------
 # Skip rule + compaction
 # --------------------------------------------------------------------------------------------
@@ -289,11 +362,19 @@ def compact_kernel(xp: Any, status: Any, row_end: Any, *, capacity: int) -> Any:
     (``row_end``), ``v[i] = (i - r - 1)`` is even. ``r`` comes from a prefix count and a
     scatter (no cumulative max in the array API). ``plan`` has ``capacity`` int32 slots
     (``count..capacity-1`` hold zeros); ``count = min(survivors, capacity)`` (0-d int32).
+    ``row_end=None``: no skip rule, every ``status == 1`` index is kept (plan -> plan).
     """
     import array_api_extra as xpx
 
     n = status.shape[0]
     idx = xp.arange(n, dtype=xp.int32)
+    if row_end is None:
+        keep = status == 1
+        krank = xp.cumulative_sum(xp.astype(keep, xp.int32)) - 1
+        slot = xp.where(keep & (krank < capacity), krank, capacity)
+        plan = xpx.at(xp.zeros(capacity + 1, dtype=xp.int32), slot).set(idx)[:capacity]
+        total = xp.sum(xp.astype(keep, xp.int32), dtype=xp.int32)
+        return plan, xp.asarray(xp.minimum(total, capacity), dtype=xp.int32)
     reset = (status != 0) | row_end
     rank = xp.cumulative_sum(xp.astype(reset, xp.int32))  # inclusive: resets at or before i
     before = rank - xp.astype(reset, xp.int32)              # resets strictly before i
@@ -309,6 +390,22 @@ def compact_kernel(xp: Any, status: Any, row_end: Any, *, capacity: int) -> Any:
     plan = xpx.at(xp.zeros(capacity + 1, dtype=xp.int32), slot).set(idx)[:capacity]
     count = xp.asarray(xp.minimum(xp.sum(xp.astype(keep, xp.int32), dtype=xp.int32), capacity), dtype=xp.int32)
     return plan, count
+
+
+@kernel("cascade_candidates")
+def candidates_kernel(xp: Any, plan: Any, count: Any, status: Any, *, limit: int) -> Any:
+    """The one small device -> host transfer of a detection: int32 ``(limit + 2,)``.
+
+    ``[count, n, idx_0, ..., idx_{limit-1}]``: ``count`` the plan's length, ``n`` the number of
+    plan slots whose later-stage ``status`` is 1 (all of them, not capped by ``limit``), and
+    ``idx`` their window indices ``plan[i]`` in ascending order (zeros after ``min(n, limit)``).
+    """
+    capacity = plan.shape[0]
+    keep, n = compact_kernel.portable(xp, status, None, capacity=capacity)
+    idx = xp.take(plan, keep[:limit]) if limit <= capacity else xp.concat(
+        [xp.take(plan, keep), xp.zeros(limit - capacity, dtype=xp.int32)])
+    head = xp.stack([xp.astype(count, xp.int32), xp.astype(n, xp.int32)])
+    return xp.concat([head, xp.where(xp.arange(limit, dtype=xp.int32) < n, idx, 0)])
 
 
 from . import _cascade_cuda  # noqa: E402,F401  (CuPy overrides)

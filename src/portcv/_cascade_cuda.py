@@ -16,6 +16,13 @@ per-tile counts (tiles of ``COMPACT_BLOCK * COMPACT_ITEMS`` windows), one block 
 counts into offsets (and writing ``count = min(total, capacity)``), per-tile block scans and a
 scatter; slots ``count..capacity-1`` hold zeros. OpenCV's stage-0 skip rule is evaluated in the
 same kernels (see ``cascade.cu``).
+
+The rest of a detection (``portcv.detect._detector.run_scan``) is also a few launches with no
+host synchronization: ``cascade_pyramid`` packs every pyramid level in one gather through
+cached maps, ``cascade_integrals`` runs the tiled integral-image kernels of ``integral.cu``
+(int64, then wrapped to uint32), ``cascade_evaluate_plan`` runs the later stages on the plan
+with the device count (the plan indexes ``windows`` inside the stage kernel) and
+``cascade_candidates`` compacts the final survivors into the one small array the host reads.
 """
 
 from __future__ import annotations
@@ -25,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from ._cascade import compact_kernel, evaluate_kernel
+from ._cascade import (
+    candidates_kernel,
+    compact_kernel,
+    evaluate_kernel,
+    integrals_kernel,
+    plan_evaluate_kernel,
+    pyramid_kernel,
+)
 
 #: Threads per block of the window-evaluation kernels (one window per thread).
 STAGES_BLOCK = 128
@@ -37,6 +51,11 @@ COMPACT_TILE = COMPACT_BLOCK * COMPACT_ITEMS
 COMPACT_SCAN_THREADS = 1024
 #: Window counts the int32 indices of the kernels can address (with a tile of slack).
 MAX_WINDOWS = 2**31 - 1 - COMPACT_TILE
+#: Threads per block of the pyramid gather and the candidate copy (grid-stride loops).
+GATHER_BLOCK = 256
+#: Prepared (dtype-converted, contiguous) cascade arrays, by the identity of the arrays given.
+_PREPARED: dict[tuple, tuple] = {}
+_PREPARED_MAX = 16
 
 #: ``Cascade.arrays()`` positions (the portable kernel's order) -> kernel argument dtypes.
 _ARRAY_NAMES = ("stage_threshold_fixed", "tree_node_start", "tree_leaf_start", "node_feature", "node_left",
@@ -63,14 +82,32 @@ def _device_array(cupy: Any, a: Any, dtype: str) -> Any:
     return cupy.ascontiguousarray(a.astype(dtype, copy=False))
 
 
+def _prepared(cupy: Any, arrays: dict[str, Any], haar: bool) -> list:
+    """The kernel's cascade arguments, converted once per set of device arrays (the driver
+    passes the same cached arrays every call, so this is a dictionary lookup)."""
+    names = _COMMON + (_HAAR if haar else _LBP)
+    given = tuple(arrays[k] for k in names)
+    key = tuple(map(id, given))
+    hit = _PREPARED.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], given)):
+        return hit[1]
+    dev = [_device_array(cupy, a, _DTYPES[k]) for k, a in zip(names, given)]
+    if len(_PREPARED) >= _PREPARED_MAX:
+        _PREPARED.pop(next(iter(_PREPARED)))
+    _PREPARED[key] = (given, dev)  # holds the arrays: their ids stay theirs while cached
+    return dev
+
+
 def launch_stages(sums: Any, sqsums: Any, tilt: Any, windows: Any, arrays: dict[str, Any], *, feature_type: str,
                   window: tuple[int, int], has_tilted: bool, stages: tuple, stage_begin: int, stage_end: int,
-                  check_variance: bool, count: Any = None) -> Any:
+                  check_variance: bool, count: Any = None, plan: Any = None) -> Any:
     """Status int32 ``(K,)`` of stages ``[stage_begin, stage_end)`` at ``windows`` (see cascade.cu).
 
     ``sums``, ``sqsums``, ``tilt``: uint32 integral images ``(Hp+1, Wp+1)``; ``windows``: flat
     offsets ``y * (Wp+1) + x``; ``arrays``: the cascade's arrays by ``Cascade`` field name;
-    ``stages``: ``Cascade.stage_layout()``; ``count``: see the module docstring. The variance
+    ``stages``: ``Cascade.stage_layout()``; ``count``: see the module docstring; ``plan``: int32
+    indices into ``windows`` (thread ``i`` evaluates ``windows[plan[i]]``; the status has
+    ``plan``'s length, and with ``count`` only ``plan[:count]`` is read). The variance
     test applies to Haar cascades only (OpenCV's LBP evaluator has none), as in the portable
     version. Returns ``NotImplemented`` for inputs the kernels do not take.
     """
@@ -87,7 +124,10 @@ def launch_stages(sums: Any, sqsums: Any, tilt: Any, windows: Any, arrays: dict[
         return NotImplemented
     if not 0 <= stage_begin <= stage_end <= len(stages):
         return NotImplemented
-    n = windows.shape[0]
+    use_plan = plan is not None
+    if use_plan and (plan.ndim != 1 or plan.dtype != cupy.int32):
+        return NotImplemented
+    n = plan.shape[0] if use_plan else windows.shape[0]
     status = cupy.empty(n, dtype=cupy.int32)
     if n == 0:
         return status
@@ -95,13 +135,14 @@ def launch_stages(sums: Any, sqsums: Any, tilt: Any, windows: Any, arrays: dict[
     win = cupy.ascontiguousarray(windows.astype(cupy.int32, copy=False))  # offsets < sums.size < 2**31
     use_count = count is not None
     cnt = cupy.asarray(count, dtype=cupy.int32).reshape(()) if use_count else win  # not read without use_count
+    idx = cupy.ascontiguousarray(plan) if use_plan else win  # not read without use_plan
     # stage_tree_start from the static layout: uploaded once per cascade (and stage count).
     starts = tuple(t0 for t0, _, _ in stages) + ((stages[-1][1],) if stages else (0,))
     stage_tree_start = device_constant(starts, "int32")
-    dev = [_device_array(cupy, arrays[k], _DTYPES[k]) for k in _COMMON + (_HAAR if haar else _LBP)]
+    dev = _prepared(cupy, arrays, haar)
     scalars = (np.int32(window[0]), np.int32(window[1]), np.int32(stage_begin), np.int32(stage_end))
     grid, block = ((n + STAGES_BLOCK - 1) // STAGES_BLOCK,), (STAGES_BLOCK,)
-    head = (np.int32(s.shape[1]), win, np.int32(n), cnt, np.int32(use_count))
+    head = (np.int32(s.shape[1]), win, np.int32(n), cnt, np.int32(use_count), idx, np.int32(use_plan))
     if haar:
         q = cupy.ascontiguousarray(sqsums)
         t = cupy.ascontiguousarray(tilt) if has_tilted else s  # not read without TILTED
@@ -124,6 +165,76 @@ def _evaluate_cupy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any
     return launch_stages(sums, sqsums, tilt, windows, dict(zip(_ARRAY_NAMES, arrays)), feature_type=feature_type,
                          window=window, has_tilted=has_tilted, stages=stages, stage_begin=stage_begin,
                          stage_end=stage_end, check_variance=check_variance)
+
+
+@plan_evaluate_kernel.override("cupy")
+def _plan_evaluate_cupy(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any, *arrays: Any,
+                        feature_type: str, window: tuple[int, int], has_tilted: bool, stages: tuple, stage_begin: int,
+                        stage_end: int, check_variance: bool) -> Any:
+    if len(arrays) != len(_ARRAY_NAMES):
+        return NotImplemented
+    return launch_stages(sums, sqsums, tilt, windows, dict(zip(_ARRAY_NAMES, arrays)), feature_type=feature_type,
+                         window=window, has_tilted=has_tilted, stages=stages, stage_begin=stage_begin,
+                         stage_end=stage_end, check_variance=check_variance, count=count, plan=plan)
+
+
+@pyramid_kernel.override("cupy")
+def _pyramid_cupy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
+    """One launch: ``portcv_cascade_pyramid`` (a thread per packed pixel, grid-stride)."""
+    import cupy
+
+    from .backends.cupy import cuda_function, launch_1d
+
+    n = int(shape[0]) * int(shape[1])
+    if (gray.dtype != cupy.uint8 or gray.ndim != 2 or xmap.shape != (n,) or ymap.shape != (n,)
+            or xtab.ndim != 2 or xtab.shape[1] != 4 or ytab.ndim != 2 or ytab.shape[1] != 4 or n >= 2**31):
+        return NotImplemented
+    arrays = [cupy.ascontiguousarray(a.astype(cupy.int32, copy=False)) for a in (xmap, ymap, xtab, ytab)]
+    out = cupy.empty(shape, dtype=cupy.uint8)
+    if n == 0:
+        return out
+    grid, block = launch_1d(n, GATHER_BLOCK)
+    fn = cuda_function("cascade.cu", "portcv_cascade_pyramid")
+    fn(grid, block, (cupy.ascontiguousarray(gray), *arrays, np.int32(n), out))
+    return out
+
+
+@integrals_kernel.override("cupy")
+def _integrals_cupy(packed: Any, *, tilted: bool) -> Any:
+    """Upright tables from ``integral.cu``'s tiled scan (exact int64), wrapped to uint32; the
+    tilted table stays portable (its cascades are rare)."""
+    import cupy
+
+    from ._integral import integral_kernel
+
+    if tilted or packed.ndim != 2 or packed.dtype != cupy.uint8:
+        return NotImplemented
+    sums, squares = integral_kernel(packed, has_channels=False, squared=True, dtype="int64")
+    # int64 -> uint32 is the residue modulo 2**32: the portable version's wrapping sums.
+    s32 = sums.astype(cupy.uint32)
+    return s32, squares.astype(cupy.uint32), s32
+
+
+@candidates_kernel.override("cupy")
+def _candidates_cupy(plan: Any, count: Any, status: Any, *, limit: int) -> Any:
+    """``compact`` (no skip rule) of the later-stage statuses, then one launch that writes
+    ``[count, n, plan[keep[0]], ...]``."""
+    import cupy
+
+    from .backends.cupy import cuda_function, launch_1d
+
+    if plan.dtype != cupy.int32 or status.dtype != cupy.int32 or plan.shape != status.shape:
+        return NotImplemented
+    kept = compact(status, None, capacity=plan.shape[0])
+    if kept is NotImplemented:
+        return NotImplemented
+    keep, n = kept
+    out = cupy.empty(limit + 2, dtype=cupy.int32)
+    grid, block = launch_1d(limit + 2, GATHER_BLOCK)
+    fn = cuda_function("cascade.cu", "portcv_cascade_candidates")
+    cnt = cupy.asarray(count, dtype=cupy.int32).reshape(())
+    fn(grid, block, (cupy.ascontiguousarray(plan), keep, cnt, n, np.int32(plan.shape[0]), np.int32(limit), out))
+    return out
 
 
 def compact(status: Any, row_end: Any = None, *, capacity: int) -> tuple[Any, Any]:

@@ -257,11 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--asv-dir", default=None, help="the asv_bench folder (default: found from the current directory)")
     p.set_defaults(func=bench)
     # The domain modules define their own commands (next to the code they drive).
+    from .detect._cli import _add_faces_command  # `portcv faces IMAGE_OR_VIDEO`
     from .stream import _add_stream_command  # `portcv stream serve|view`
     from .video import _add_motion_command  # `portcv motion`
 
     _add_motion_command(sub)
     _add_stream_command(sub)
+    _add_faces_command(sub)
     return parser
 
 

@@ -25,22 +25,22 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
-from .._cascade import compact_kernel, evaluate_kernel, integrals_kernel
-from ..backends import backend, owner_of, to_numpy
+from ..backends import owner_of, to_numpy
 from ._detector import (
-    _scan_grid,
     candidates_to_rects,
+    cascade_arrays,
     check_params,
     clip_rects,
     load,
-    next_capacity,
-    scale_plan,
+    run_scan,
     to_gray,
 )
 from ._group import group_rectangles_impl
+from ._video import VideoDetections, detect_video
 from ._xml import Cascade, parse_cascade
 
-__all__ = ["Cascade", "CascadeDetector", "load_cascade", "group_rectangles", "GROUP_EPS"]
+__all__ = ["Cascade", "CascadeDetector", "load_cascade", "group_rectangles", "GROUP_EPS", "detect_video",
+           "VideoDetections"]
 
 #: OpenCV's ``GROUP_EPS`` for ``detectMultiScale``.
 GROUP_EPS = 0.2
@@ -165,8 +165,8 @@ class CascadeDetector:
         if not isinstance(cascade, Cascade):
             raise TypeError(f"cascade must be a portcv.detect.Cascade, got {type(cascade).__name__}")
         self.cascade = cascade
-        self._device: dict[str, tuple] = {}
-        self._grids: dict[tuple, tuple] = {}
+        self._device: dict[Any, tuple] = {}  # cascade arrays per device
+        self._grids: dict[tuple, int] = {}  # plan capacities learned per frame geometry (JAX)
 
     @classmethod
     def from_opencv(cls, path_or_name: Any) -> "CascadeDetector":
@@ -195,23 +195,7 @@ class CascadeDetector:
 
     # ---------------------------------------------------------------------------------------
     def _arrays(self) -> tuple:
-        b = backend()
-        arrays = self._device.get(b.name)
-        if arrays is None:
-            arrays = self._device[b.name] = tuple(b.asarray(a) for a in self.cascade.arrays())
-        return arrays
-
-    def _grid(self, plan: list, placements: list, stride: int) -> tuple:
-        b = backend()
-        key = (b.name, tuple(plan), tuple(placements), stride)
-        hit = self._grids.get(key)
-        if hit is None:
-            grid = _scan_grid(tuple(plan), tuple(placements), self.cascade.window, stride)
-            hit = (grid, b.asarray(grid.windows), b.asarray(grid.row_end))
-            if len(self._grids) >= 8:
-                self._grids.pop(next(iter(self._grids)))
-            self._grids[key] = hit
-        return hit
+        return cascade_arrays(self.cascade, self._device)
 
     def scan(self, image: Any, *, scale_factor: float = 1.1, min_size: Any = (0, 0), max_size: Any = None,
              split_stage: int = 2) -> tuple[Any, Any, Any]:
@@ -221,42 +205,8 @@ class CascadeDetector:
         return self._scan(image, sf, mins, maxs, split)
 
     def _scan(self, gray: Any, sf: float, mins: tuple, maxs: Any, split: int) -> Any:
-        from .. import transform
-
-        c = self.cascade
-        height, width = gray.shape
-        if maxs is None or maxs[0] == 0 or maxs[1] == 0:
-            maxs = (width, height)
-        plan = scale_plan(width, height, c.window, sf, mins, maxs)
-        if not plan:
-            return None
-        levels = [transform.resize(gray, size=wh, interpolation="bilinear_exact") for _, wh in plan]
-        packed, placements = transform.pack_pyramid(levels, channel_axis=None)
-        sums, sqsums, tilt = integrals_kernel(packed, tilted=c.has_tilted)
-        grid, windows, row_end = self._grid(plan, placements, int(sums.shape[1]))
-        if grid.size == 0:
-            return None
-        arrays = self._arrays()
-        static = dict(feature_type=c.feature_type, window=c.window, has_tilted=c.has_tilted,
-                      stages=c.stage_layout())
-        split = min(split, c.n_stages)
-        status = evaluate_kernel(sums, sqsums, tilt, windows, *arrays, stage_begin=0, stage_end=split,
-                                 check_variance=True, **static)
-        plan_idx, count = compact_kernel(status, row_end, capacity=grid.size)
-        n = int(to_numpy(count))
-        if n == 0:
-            return grid, np.zeros(0, np.int64)
-        cap = next_capacity(n, grid.size)
-        plan_idx = plan_idx[:cap]
-        if split < c.n_stages:
-            xp = backend().xp
-            final = evaluate_kernel(sums, sqsums, tilt, xp.take(windows, plan_idx), *arrays, stage_begin=split,
-                                    stage_end=c.n_stages, check_variance=False, **static)
-            final = to_numpy(final)[:n]
-        else:
-            final = np.ones(n, np.int32)
-        idx = to_numpy(plan_idx)[:n]
-        return grid, idx[final == 1].astype(np.int64)
+        # The cached geometry, the launches and the single read-back: _detector.run_scan.
+        return run_scan(self.cascade, gray, sf, mins, maxs, split, device_cache=self._device, state=self._grids)
 
     def detect(self, image: Any, *, scale_factor: float = 1.1, min_neighbors: int = 3, min_size: Any = (0, 0),
                max_size: Any = None, split_stage: int = 2, raw: bool = False,

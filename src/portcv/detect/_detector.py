@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
-from .._cascade import compact_kernel, evaluate_kernel, integrals_kernel
+from .._cascade import (
+    candidates_kernel,
+    compact_kernel,
+    evaluate_kernel,
+    integrals_kernel,
+    plan_evaluate_kernel,
+    pyramid_kernel,
+)
 from ..backends import backend, to_numpy
 from ._group import group_rectangles_impl
 from ._xml import Cascade, read_cascade
@@ -205,3 +212,191 @@ def next_capacity(count: int, limit: int) -> int:
     while cap < count:
         cap *= 2
     return max(1, min(cap, limit))
+
+
+# --------------------------------------------------------------------------------------------
+# Cached scan geometry: everything a detection needs that depends only on (image size, window,
+# scale_factor, min/max size) -- computed once, uploaded once per device
+# --------------------------------------------------------------------------------------------
+#: Grouped candidates read back in the one device -> host copy (more: a second, rare copy).
+CANDIDATE_LIMIT = 4096
+#: Geometries kept (each holds its maps and window grid on the host and on each device used).
+GEOMETRY_CACHE = 8
+
+
+def _axis_entries(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: float) -> np.ndarray:
+    """``(n_dst, 4)`` int32 ``(i0, i1, w0, w1)`` of one level axis, Q8 weights summing to 256.
+
+    ``resize(..., 'bilinear_exact')`` of a gray image is a copy (same size), an exact 2x
+    reduction (``(a + b + c + d + 2) >> 2``) or the Q8 ``'exact'`` arithmetic; all three are the
+    Q8 form ``(sum wy wx g + 2**15) >> 16`` with weights ``(256, 0)``, ``(128, 128)`` and the
+    table's own (``16384 (a + b + c + d) + 2**15 >> 16 == (a + b + c + d + 2) >> 2``).
+    """
+    from .._resize import axis_table
+
+    if arith == "copy":
+        i = np.arange(n_dst, dtype=np.int32)
+        return np.stack([i, i, np.full_like(i, 256), np.zeros_like(i)], axis=1)
+    t = axis_table(arith, axis, n_src, n_dst, inv_scale)
+    if arith == "exact":
+        return np.stack([t.i0, t.i1, t.w0, t.w1], axis=1).astype(np.int32)
+    if arith == "area2_up" and np.all(t.w1 == 1):
+        # an exact 2x reduction of an axis: n_src == 2 * n_dst, so every pair is complete
+        half = np.full_like(t.i0, 128)
+        return np.stack([t.i0, t.i1, half, half], axis=1).astype(np.int32)
+    raise RuntimeError(f"unexpected resize arithmetic {arith!r} for a {n_src} -> {n_dst} pyramid level")
+
+
+class ScanGeometry:
+    """The host side of a detection for one frame size and set of parameters.
+
+    ``levels`` (OpenCV's scale list), the packed layout (``transform.pack_pyramid``'s default
+    width and shelves, gap 1), the pyramid maps of :func:`portcv._cascade.pyramid_kernel`
+    (``xmap``, ``ymap``: int32 per packed pixel; ``xtab``, ``ytab``: ``(n, 4)`` axis entries, row
+    offsets premultiplied by the image width), and the window grid (:class:`ScanGrid`). Device
+    copies are made once per device (:meth:`on`).
+    """
+
+    def __init__(self, width: int, height: int, window: tuple[int, int], scale_factor: float,
+                 min_size: tuple[int, int], max_size: tuple[int, int]) -> None:
+        from .. import transform
+        from .._resize import plan as resize_plan
+
+        self.width, self.height = width, height
+        self.levels = scale_plan(width, height, window, scale_factor, min_size, max_size)
+        self.grid: ScanGrid | None = None
+        self._device: dict[Any, tuple] = {}
+        if not self.levels:
+            return
+        sizes = [wh for _, wh in self.levels]
+        wp = max((sizes[0][0] + 31 + 31) // 32 * 32, max(w for w, _ in sizes) + 1)
+        corners, hp = transform._pack_layout(sizes, wp, 1)
+        self.packed_shape = (hp, wp)
+        self.placements = tuple((x, y, w, h) for (x, y), (w, h) in zip(corners, sizes))
+        xtab = [np.zeros((1, 4), np.int32)]  # entry 0: the fill pixels (zero weights)
+        ytab = [np.zeros((1, 4), np.int32)]
+        xmap = np.zeros((hp, wp), np.int32)
+        ymap = np.zeros((hp, wp), np.int32)
+        nx = ny = 1
+        for (w, h), (x, y) in zip(sizes, corners):
+            arith, _, inv = resize_plan((width, height), (w, h), None, "bilinear_exact", 1)
+            xe = _axis_entries(arith, "x", width, w, inv[0])
+            ye = _axis_entries(arith, "y", height, h, inv[1])
+            ye[:, :2] *= width  # row offsets into the flattened image (< 2**31: checked by image())
+            xtab.append(xe)
+            ytab.append(ye)
+            xmap[y : y + h, x : x + w] = nx + np.arange(w, dtype=np.int32)[None, :]
+            ymap[y : y + h, x : x + w] = ny + np.arange(h, dtype=np.int32)[:, None]
+            nx, ny = nx + w, ny + h
+        self.maps = (xmap.reshape(-1), ymap.reshape(-1), np.concatenate(xtab), np.concatenate(ytab))
+        for a in self.maps:
+            a.flags.writeable = False
+        self.grid = ScanGrid(tuple(self.levels), self.placements, window, wp + 1)
+
+    def on(self, b: Any) -> tuple:
+        """``(xmap, ymap, xtab, ytab, windows, row_end)`` on backend ``b`` (uploaded once per device)."""
+        key = device_key(b)
+        hit = self._device.get(key)
+        if hit is None:
+            hit = tuple(b.asarray(a) for a in self.maps + (self.grid.windows, self.grid.row_end))
+            b.synchronize()  # uploaded before any stream (detect_video's) reads them
+            self._device[key] = hit
+        return hit
+
+
+@functools.lru_cache(maxsize=GEOMETRY_CACHE)
+def scan_geometry(width: int, height: int, window: tuple[int, int], scale_factor: float, min_size: tuple[int, int],
+                  max_size: tuple[int, int]) -> ScanGeometry:
+    return ScanGeometry(width, height, window, scale_factor, min_size, max_size)
+
+
+def device_key(b: Any) -> Any:
+    """The backend and, on CuPy, the current device: device copies are cached per key."""
+    if b.name == "cupy":
+        from ..backends.cupy import current_device_id
+
+        return b.name, current_device_id()
+    return b.name
+
+
+def cascade_arrays(cascade: Cascade, cache: dict) -> tuple:
+    """``cascade.arrays()`` on the active backend, uploaded once per device (``cache``)."""
+    b = backend()
+    key = device_key(b)
+    arrays = cache.get(key)
+    if arrays is None:
+        arrays = tuple(b.asarray(a) for a in cascade.arrays())
+        b.synchronize()
+        cache[key] = arrays
+    return arrays
+
+
+def plan_capacity(b: Any, grid_size: int, learned: int | None) -> int:
+    """Plan capacity: every window on CuPy and NumPy (the count stays on the device; NumPy reads
+    it for free). JAX evaluates every slot of a static shape, so there it is a power of two
+    learned from earlier frames of the same geometry (first ``grid_size / 16``); an overflow is
+    seen at the end (``count == capacity``), counted exactly and redone (``run_scan``)."""
+    if b.name == "jax":
+        return learned if learned is not None else next_capacity(grid_size // 16, grid_size)
+    return grid_size
+
+
+def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, max_size: Any, split: int, *,
+             device_cache: dict, state: dict) -> tuple[ScanGrid, np.ndarray] | None:
+    """One gray frame through the whole scan: ``(grid, candidate window indices)`` or ``None``.
+
+    Launches (CuPy, a Haar cascade without tilted features): the pyramid gather (1), the
+    integral images (3 + 2 casts), stages ``[0, split)`` on every window (1), the skip rule and
+    compaction (3), stages ``[split, S)`` on the plan with the count on the device (1), the
+    compaction of the survivors and the candidate copy (3 + 1), then one device -> host copy of
+    ``CANDIDATE_LIMIT + 2`` int32. Nothing is read back before the end. ``state`` (per
+    detector) holds the plan capacities learned on JAX.
+    """
+    c = cascade
+    height, width = gray.shape
+    if max_size is None or max_size[0] == 0 or max_size[1] == 0:
+        max_size = (width, height)
+    geo = scan_geometry(width, height, c.window, scale_factor, tuple(min_size), tuple(max_size))
+    grid = geo.grid
+    if grid is None or grid.size == 0:
+        return None
+    b = backend()
+    xmap, ymap, xtab, ytab, windows, row_end = geo.on(b)
+    arrays = cascade_arrays(c, device_cache)
+    layout = device_cache.get("stage_layout")
+    if layout is None:
+        layout = device_cache["stage_layout"] = c.stage_layout()  # static: computed once per detector
+    static = dict(feature_type=c.feature_type, window=c.window, has_tilted=c.has_tilted, stages=layout)
+    S = c.n_stages
+    split = min(split, S)
+
+    packed = pyramid_kernel(gray, xmap, ymap, xtab, ytab, shape=geo.packed_shape)
+    sums, sqsums, tilt = integrals_kernel(packed, tilted=c.has_tilted)
+    status = evaluate_kernel(sums, sqsums, tilt, windows, *arrays, stage_begin=0, stage_end=split,
+                             check_variance=True, **static)
+
+    def later(capacity: int) -> np.ndarray:
+        plan, count = compact_kernel(status, row_end, capacity=capacity)
+        final = plan_evaluate_kernel(sums, sqsums, tilt, windows, plan, count, *arrays, stage_begin=split,
+                                     stage_end=S, check_variance=False, **static)
+        out = to_numpy(candidates_kernel(plan, count, final, limit=CANDIDATE_LIMIT))
+        if int(out[1]) > CANDIDATE_LIMIT:  # rare: more candidates than the first copy holds
+            out = to_numpy(candidates_kernel(plan, count, final, limit=capacity))
+        return out
+
+    key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, device_key(b))
+    capacity = plan_capacity(b, grid.size, state.get(key))
+    out = later(capacity)
+    if int(out[0]) >= capacity and capacity < grid.size:
+        # The plan may have overflowed its static capacity: count the survivors exactly (the
+        # first-stage statuses are still on the device), redo the later phase with room for
+        # them plus 1/8, and remember that capacity for the next frame of this geometry.
+        _, total = compact_kernel(status, row_end, capacity=grid.size)
+        total = int(to_numpy(total))
+        capacity = next_capacity(total + total // 8 + 1, grid.size)
+        out = later(capacity)
+    if len(state) >= 64:
+        state.pop(next(iter(state)))
+    state[key] = capacity
+    n = int(out[1])
+    return grid, out[2 : 2 + n].astype(np.int64)

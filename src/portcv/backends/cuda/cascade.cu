@@ -10,7 +10,12 @@
 // stage s rejects (0 for stage 0), -1 for the variance reject. Depth-first detection is one
 // launch with [0, S) over all grid windows; breadth-first runs [0, split) over all windows,
 // compacts the survivors and runs [split, S) on the plan, whose length stays on the device
-// (`count`), so there is no host round trip between the launches.
+// (`count`), so there is no host round trip between the launches. With use_plan, thread i
+// evaluates windows[plan[i]] (the plan indexes the grid's windows: no gather launch).
+//
+// portcv_cascade_pyramid packs every pyramid level into one image in one launch (a gather
+// through host-built maps, INTER_LINEAR_EXACT's Q8 arithmetic); portcv_cascade_candidates
+// writes the one small array the host reads at the end of a detection.
 //
 // Exactness (the same decisions as the portable version, bit for bit):
 // - Integral images are uint32 and wrap modulo 2^32; a rectangle inside one window sums to less
@@ -211,15 +216,17 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* s_warp, int& tot
 
 // ---------------------------------------------------------------------------------------------
 // Window evaluation. Launch: grid ceil(n / BLOCK), block BLOCK. Thread i evaluates windows[i]
-// for i < live (n, or min(*count, n) with use_count) and writes status[i]; threads
-// live <= i < n write 0 (a defined value: "rejected at stage 0"). Arrays that a launch does not
-// read (sqsum of an LBP launch without check_variance, tilted without TILTED, count without
-// use_count) may be any int array: CuPy passes no null pointers.
+// (windows[plan[i]] with use_plan) for i < live (n, or min(*count, n) with use_count) and
+// writes status[i]; threads live <= i < n write 0 (a defined value: "rejected at stage 0").
+// Arrays that a launch does not read (sqsum of an LBP launch without check_variance, tilted
+// without TILTED, count without use_count, plan without use_plan) may be any int array: CuPy
+// passes no null pointers.
 template <int BLOCK, bool TILTED>
 __global__ void __launch_bounds__(BLOCK)
 portcv_cascade_stages_haar(const unsigned int* __restrict__ sum, const unsigned int* __restrict__ sqsum,
                            const unsigned int* __restrict__ tilted, int stride, const int* __restrict__ windows,
-                           int n, const int* __restrict__ count, int use_count, int win_w, int win_h,
+                           int n, const int* __restrict__ count, int use_count,
+                           const int* __restrict__ plan, int use_plan, int win_w, int win_h,
                            int stage_begin, int stage_end, int check_variance,
                            const int* __restrict__ stage_tree_start,
                            const long long* __restrict__ stage_threshold_fixed,
@@ -238,7 +245,7 @@ portcv_cascade_stages_haar(const unsigned int* __restrict__ sum, const unsigned 
     }
     const Stages c{stage_tree_start, stage_threshold_fixed, tree_node_start, tree_leaf_start,
                    node_feature,     node_left,             node_right,      leaf_fixed};
-    const int win = windows[i];
+    const int win = windows[use_plan ? plan[i] : i];
     // nf is needed by every node test, so it is computed whether or not the test applies.
     const long long nf = variance_term(sum, sqsum, win, win_w, win_h, stride);
     if (check_variance && variance_rejects(nf, win_w, win_h)) {
@@ -259,6 +266,7 @@ template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
 portcv_cascade_stages_lbp(const unsigned int* __restrict__ sum, const unsigned int* __restrict__ sqsum, int stride,
                           const int* __restrict__ windows, int n, const int* __restrict__ count, int use_count,
+                          const int* __restrict__ plan, int use_plan,
                           int win_w, int win_h, int stage_begin, int stage_end, int check_variance,
                           const int* __restrict__ stage_tree_start, const long long* __restrict__ stage_threshold_fixed,
                           const int* __restrict__ tree_node_start, const int* __restrict__ tree_leaf_start,
@@ -275,7 +283,7 @@ portcv_cascade_stages_lbp(const unsigned int* __restrict__ sum, const unsigned i
     }
     const Stages c{stage_tree_start, stage_threshold_fixed, tree_node_start, tree_leaf_start,
                    node_feature,     node_left,             node_right,      leaf_fixed};
-    const int win = windows[i];
+    const int win = windows[use_plan ? plan[i] : i];
     if (check_variance && variance_rejects(variance_term(sum, sqsum, win, win_w, win_h, stride), win_w, win_h)) {
         status[i] = -1;
         return;
@@ -379,4 +387,47 @@ portcv_cascade_compact_scatter(const int* __restrict__ status, const unsigned ch
     const long long stored = *count;
     const long long G = (long long)gridDim.x * BLOCK;
     for (long long k = stored + (long long)blockIdx.x * BLOCK + threadIdx.x; k < capacity; k += G) plan[k] = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The packed pyramid in one launch (the portable version: _cascade.py, pyramid_kernel). Packed
+// pixel p < n takes column entry xtab[xmap[p]] = (x0, x1, wx0, wx1) and row entry
+// ytab[ymap[p]] = (y0 * W, y1 * W, wy0, wy1) of its level (Q8 weights; entry 0 of both tables
+// has zero weights: a fill pixel, 0) and is
+//   (wy0 (wx0 g[y0 W + x0] + wx1 g[y0 W + x1]) + wy1 (wx0 g[y1 W + x0] + wx1 g[y1 W + x1]) + 2^15) >> 16,
+// at most 256 * 256 * 255 + 2^15 < 2^31: int arithmetic, exact. Grid-stride, any launch shape.
+__global__ void portcv_cascade_pyramid(const unsigned char* __restrict__ gray, const int* __restrict__ xmap,
+                                       const int* __restrict__ ymap, const int4* __restrict__ xtab,
+                                       const int4* __restrict__ ytab, int n, unsigned char* __restrict__ out) {
+    const int stride = gridDim.x * blockDim.x;
+    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < n; p += stride) {
+        const int4 xe = __ldg(xtab + __ldg(xmap + p));
+        const int4 ye = __ldg(ytab + __ldg(ymap + p));
+        const int h0 = xe.z * (int)__ldg(gray + ye.x + xe.x) + xe.w * (int)__ldg(gray + ye.x + xe.y);
+        const int h1 = xe.z * (int)__ldg(gray + ye.y + xe.x) + xe.w * (int)__ldg(gray + ye.y + xe.y);
+        out[p] = (unsigned char)((ye.z * h0 + ye.w * h1 + 32768) >> 16);
+    }
+}
+
+// The end of a detection (the portable version: _cascade.py, candidates_kernel): out[0] = *count
+// (the plan's length), out[1] = *n_kept (the plan slots that passed the later stages, from a
+// compaction of their statuses into keep), out[2 + k] = plan[keep[k]] for k < *n_kept, else 0;
+// k < limit. keep and plan hold `capacity` entries and *n_kept <= capacity. Grid-stride.
+__global__ void portcv_cascade_candidates(const int* __restrict__ plan, const int* __restrict__ keep,
+                                          const int* __restrict__ count, const int* __restrict__ n_kept, int capacity,
+                                          int limit, int* __restrict__ out) {
+    const int stride = gridDim.x * blockDim.x;
+    const int kept = *n_kept;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < limit + 2; i += stride) {
+        int v;
+        if (i == 0) {
+            v = *count;
+        } else if (i == 1) {
+            v = kept;
+        } else {
+            const int k = i - 2;
+            v = (k < kept && k < capacity) ? plan[keep[k]] : 0;
+        }
+        out[i] = v;
+    }
 }

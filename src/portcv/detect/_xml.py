@@ -57,12 +57,7 @@ class Cascade:
     stage passes iff the integer sum of its trees' leaves is ``>= stage_threshold_fixed``,
     exactly OpenCV's double-precision ``sum >= threshold``.
 
-    Examples
-    --------
-    >>> import portcv
-    >>> c = portcv.detect.load_cascade("haarcascade_frontalface_default.xml")  # doctest: +SKIP
-    >>> c.feature_type, c.window, c.n_stages                                   # doctest: +SKIP
-    ('haar', (24, 24), 25)
+    The public entry point is :func:`portcv.detect.load_cascade` (its docstring has the example).
     """
 
     feature_type: str

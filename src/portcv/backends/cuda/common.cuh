@@ -58,7 +58,7 @@ __device__ __forceinline__ OutT finish(int acc, int p0, int p1) {
 // so a thread may read whole words past the window's end. `in` is the plane's first byte; a row
 // is W*CH bytes. When the window's columns lie inside the image and rows are 16-byte aligned,
 // rows load as uint4 vectors and only the row index is remapped (the tile interior); edge
-// tiles remap every byte. Same scheme as step 1 of filters.cu's separable kernel.
+// tiles remap every byte (used by the separable, median, convolve and gradient kernels).
 template <int NROWS, int NCOLS, int CH, int NTHREADS, int PITCH>
 __device__ __forceinline__ void load_tile(unsigned char (*s)[PITCH], const unsigned char* __restrict__ in,
                                           bool aligned, int H, int W, int gx0, int gy0, int border,
@@ -114,4 +114,74 @@ __device__ __forceinline__ void store4(OutT* out, const OutT (&o)[4], int valid,
         for (int e = 0; e < 4; ++e)
             if (e < valid) out[e] = o[e];
     }
+}
+
+// Warp and block reductions shared by the compaction kernels (delta.cu, cascade.cu).
+__device__ __forceinline__ int warp_sum(int v) {
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
+}
+
+// Exclusive scan of v over the block (BLOCK a multiple of 32, at most 1024); `total` = the sum.
+// s_warp holds BLOCK/32 ints. Contains __syncthreads: every thread of the block must call it.
+template <int BLOCK>
+__device__ __forceinline__ int block_exclusive_scan(int v, int* s_warp, int& total) {
+    constexpr int NW = BLOCK / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int incl = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const int t = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += t;
+    }
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+        int w = lane < NW ? s_warp[lane] : 0;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const int t = __shfl_up_sync(0xffffffffu, w, d);
+            if (lane >= d) w += t;
+        }
+        if (lane < NW) s_warp[lane] = w;  // inclusive warp prefixes
+    }
+    __syncthreads();
+    total = s_warp[NW - 1];
+    const int before = warp > 0 ? s_warp[warp - 1] : 0;
+    __syncthreads();  // s_warp may be reused by the caller after this
+    return before + incl - v;
+}
+
+// Thread 0 stores the sum of v over the block at *out (BLOCK a multiple of 32, at most 1024).
+template <int BLOCK>
+__device__ __forceinline__ void block_sum_store(int v, int* s_warp, int* out) {
+    v = warp_sum(v);
+    if ((threadIdx.x & 31) == 0) s_warp[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        int w = threadIdx.x < BLOCK / 32 ? s_warp[threadIdx.x] : 0;
+        w = warp_sum(w);
+        if (threadIdx.x == 0) *out = w;
+    }
+}
+
+// The middle pass of a compaction, for one block of NT threads: per-tile counts -> exclusive
+// offsets, in place, and *count = min(total, capacity). Thread t owns a contiguous run of
+// ceil(tiles / NT) tiles, so any number of tiles takes one block.
+template <int NT>
+__device__ __forceinline__ void counts_to_offsets(int* tile_counts, int tiles, int capacity, int* count, int* s_warp) {
+    const int per = (tiles + NT - 1) / NT;
+    const long long begin = (long long)threadIdx.x * per;
+    const long long end = begin + per < tiles ? begin + per : (long long)tiles;
+    int sum = 0;
+    for (long long i = begin; i < end; ++i) sum += tile_counts[i];
+    int total;
+    int offset = block_exclusive_scan<NT>(sum, s_warp, total);
+    for (long long i = begin; i < end; ++i) {
+        const int t = tile_counts[i];
+        tile_counts[i] = offset;
+        offset += t;
+    }
+    if (threadIdx.x == 0) *count = min(total, capacity);
 }

@@ -75,42 +75,6 @@ __device__ __forceinline__ unsigned int pick(const unsigned int (&w)[4], int q) 
     return q < 2 ? (q == 0 ? w[0] : w[1]) : (q == 2 ? w[2] : w[3]);
 }
 
-__device__ __forceinline__ int warp_sum(int v) {
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
-    return v;
-}
-
-// Exclusive scan of v over the block (BLOCK a multiple of 32, at most 1024); `total` = the sum.
-// s_warp holds BLOCK/32 ints. Contains __syncthreads: every thread of the block must call it.
-template <int BLOCK>
-__device__ __forceinline__ int block_exclusive_scan(int v, int* s_warp, int& total) {
-    constexpr int NW = BLOCK / 32;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int incl = v;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const int t = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d) incl += t;
-    }
-    if (lane == 31) s_warp[warp] = incl;
-    __syncthreads();
-    if (warp == 0) {
-        int w = lane < NW ? s_warp[lane] : 0;
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const int t = __shfl_up_sync(0xffffffffu, w, d);
-            if (lane >= d) w += t;
-        }
-        if (lane < NW) s_warp[lane] = w;  // inclusive warp prefixes
-    }
-    __syncthreads();
-    total = s_warp[NW - 1];
-    const int before = warp > 0 ? s_warp[warp - 1] : 0;
-    __syncthreads();  // s_warp may be reused by the caller after this
-    return before + incl - v;
-}
-
 // Zero elements [begin, end) of `a` (16-byte aligned base) with uint4 stores in the aligned
 // middle; thread g of G handles every G-th store.
 template <typename T>
@@ -145,14 +109,7 @@ portcv_delta_count(const unsigned char* __restrict__ frame, const unsigned char*
         load_pair(frame, reference, start, n, aligned != 0, f, r);
         c = __popc(changed_mask(f, r, (unsigned int)threshold * 0x01010101u));
     }
-    c = warp_sum(c);
-    if ((threadIdx.x & 31) == 0) s_warp[threadIdx.x >> 5] = c;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        int v = threadIdx.x < BLOCK / 32 ? s_warp[threadIdx.x] : 0;
-        v = warp_sum(v);
-        if (threadIdx.x == 0) tile_counts[blockIdx.x] = v;
-    }
+    block_sum_store<BLOCK>(c, s_warp, tile_counts + blockIdx.x);
 }
 
 // Pass 2 (one block of NT threads): tile_counts -> exclusive offsets, in place; *count = min(total,
@@ -162,19 +119,7 @@ __global__ void __launch_bounds__(NT)
 portcv_delta_tile_offsets(int* __restrict__ tile_counts, int tiles, int capacity, int* __restrict__ count) {
     using namespace portcv_delta;
     __shared__ int s_warp[NT / 32];
-    const int per = (tiles + NT - 1) / NT;
-    const long long begin = (long long)threadIdx.x * per;
-    const long long end = begin + per < tiles ? begin + per : (long long)tiles;
-    int sum = 0;
-    for (long long i = begin; i < end; ++i) sum += tile_counts[i];
-    int total;
-    int offset = block_exclusive_scan<NT>(sum, s_warp, total);
-    for (long long i = begin; i < end; ++i) {
-        const int c = tile_counts[i];
-        tile_counts[i] = offset;
-        offset += c;
-    }
-    if (threadIdx.x == 0) *count = min(total, capacity);
+    counts_to_offsets<NT>(tile_counts, tiles, capacity, count, s_warp);
 }
 
 // Pass 3: compaction in ascending position, the new reference, and zeros in the unused slots.

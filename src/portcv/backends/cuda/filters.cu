@@ -47,33 +47,11 @@ portcv_separable_filter(const unsigned char* __restrict__ src, OutT* __restrict_
     if (tid < KX) s_kx[tid] = taps_x[tid];
     if (tid < KY) s_ky[tid] = taps_y[tid];
 
-    // 1. Tile + halo into shared memory. Tiles whose columns are inside the image (and rows
-    //    16-byte aligned) load uint4 vectors and remap only rows; edge tiles remap every byte.
+    // 1. Tile + halo into shared memory (common.cuh's load_tile: uint4 rows for interior tiles,
+    //    every byte remapped at the image's edges, 16 zero bytes after each row).
     const int gx0 = bx0 - LEAD, gy0 = by0 - AY;
-    const bool vector_cols = ((WB & 15) == 0) && ((reinterpret_cast<size_t>(src) & 15) == 0) &&
-                             gx0 >= 0 && gx0 + IN_W <= WB;
-    if (vector_cols) {
-        constexpr int VPR = IN_W / 16;
-        const unsigned int fill = (unsigned int)border_value * 0x01010101u;
-        for (int i = tid; i < IN_H * VPR; i += THREADS) {
-            const int r = i / VPR, v = i - r * VPR;
-            const int y = remap(gy0 + r, H, border);
-            const uint4 val = y < 0 ? make_uint4(fill, fill, fill, fill)
-                                    : *reinterpret_cast<const uint4*>(in + (size_t)y * WB + gx0 + v * 16);
-            *reinterpret_cast<uint4*>(&s_in[r][v * 16]) = val;
-        }
-    } else {
-        for (int i = tid; i < IN_H * IN_W; i += THREADS) {
-            const int r = i / IN_W, cb = i - r * IN_W;
-            const int y = remap(gy0 + r, H, border);
-            const int gb = gx0 + cb;
-            const int x = gb >= 0 ? gb / C : -((C - 1 - gb) / C);  // floor division
-            const int c = gb - x * C;
-            const int xr = remap(x, W, border);
-            s_in[r][cb] = (y < 0 || xr < 0) ? (unsigned char)border_value : in[(size_t)y * WB + xr * C + c];
-        }
-    }
-    for (int r = tid; r < IN_H; r += THREADS) *reinterpret_cast<uint4*>(&s_in[r][IN_W]) = make_uint4(0, 0, 0, 0);
+    load_tile<IN_H, IN_W, C, THREADS, IN_W + 16>(s_in, in, (reinterpret_cast<size_t>(src) & 15) == 0, H, W, gx0,
+                                                 gy0, border, border_value);
     __syncthreads();
 
     // 2. Horizontal taps: 4 consecutive output bytes per work item, window bytes in registers.

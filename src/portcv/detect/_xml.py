@@ -259,21 +259,25 @@ def _parse_new(node: ET.Element) -> dict:
     for fi, f in enumerate(_items(_child(node, "features", "cascade"))):
         where = f"feature {fi}"
         if ftype == "HAAR":
-            rects = []
-            for r in _items(_child(f, "rects", where)):
-                toks = _numbers(r.text, where)
-                if len(toks) != 5:
-                    _fail(where, f"a rect needs 'x y w h weight', got {len(toks)} numbers")
-                rects.append(tuple(_to_int(t, where) for t in toks[:4]) + (_to_float(toks[4], where),))
-            tilted_elem = f.find("tilted")
-            tilted = tilted_elem is not None and (tilted_elem.text or "0").strip() not in ("0", "")
-            features.append((rects, tilted))
+            features.append(_haar_feature(f, where))
         else:
             toks = _numbers(_child(f, "rect", where).text, where)
             if len(toks) != 4:
                 _fail(where, f"an LBP rect needs 'x y w h', got {len(toks)} numbers")
             features.append(tuple(_to_int(t, where) for t in toks))
     return {"type": ftype.lower(), "window": (width, height), "stages": stages, "features": features, "notes": notes}
+
+
+def _haar_feature(f: ET.Element, where: str) -> tuple[list, bool]:
+    """A Haar feature element (both formats): its ``(x, y, w, h, weight)`` rects and tilted flag."""
+    rects = []
+    for r in _items(_child(f, "rects", where)):
+        toks = _numbers(r.text, where)
+        if len(toks) != 5:
+            _fail(where, f"a rect needs 'x y w h weight', got {len(toks)} numbers")
+        rects.append(tuple(_to_int(t, where) for t in toks[:4]) + (_to_float(toks[4], where),))
+    tilted = f.find("tilted")
+    return rects, tilted is not None and (tilted.text or "0").strip() not in ("0", "")
 
 
 def _parse_old(node: ET.Element) -> dict:
@@ -294,16 +298,7 @@ def _parse_old(node: ET.Element) -> dict:
             nodes, leaves = [], []
             for ni, n in enumerate(raw_nodes):
                 nw = f"{tw} node {ni}"
-                f = _child(n, "feature", nw)
-                rects = []
-                for r in _items(_child(f, "rects", nw)):
-                    rt = _numbers(r.text, nw)
-                    if len(rt) != 5:
-                        _fail(nw, f"a rect needs 'x y w h weight', got {len(rt)} numbers")
-                    rects.append(tuple(_to_int(t, nw) for t in rt[:4]) + (_to_float(rt[4], nw),))
-                tilted_elem = f.find("tilted")
-                tilted = tilted_elem is not None and (tilted_elem.text or "0").strip() not in ("0", "")
-                features.append((rects, tilted))
+                features.append(_haar_feature(_child(n, "feature", nw), nw))
                 node_thr = _to_float((_child(n, "threshold", nw).text or "").strip(), nw)
                 children = []
                 for side in ("left", "right"):

@@ -28,7 +28,6 @@ from .. import _validate
 from ..backends import owner_of, to_numpy
 from ._detector import (
     candidates_to_rects,
-    cascade_arrays,
     check_params,
     clip_rects,
     load,
@@ -193,21 +192,6 @@ class CascadeDetector:
         return (f"<CascadeDetector {c.feature_type} {c.window[0]}x{c.window[1]}, {c.n_stages} stages, "
                 f"{c.n_trees} trees>")
 
-    # ---------------------------------------------------------------------------------------
-    def _arrays(self) -> tuple:
-        return cascade_arrays(self.cascade, self._device)
-
-    def scan(self, image: Any, *, scale_factor: float = 1.1, min_size: Any = (0, 0), max_size: Any = None,
-             split_stage: int = 2) -> tuple[Any, Any, Any]:
-        """The raw scan of one gray image: ``(grid, plan indices, final status)`` (internal, tests)."""
-        c = self.cascade
-        sf, _, mins, maxs, split = check_params(scale_factor, 0, min_size, max_size, split_stage, c.n_stages)
-        return self._scan(image, sf, mins, maxs, split)
-
-    def _scan(self, gray: Any, sf: float, mins: tuple, maxs: Any, split: int) -> Any:
-        # The cached geometry, the launches and the single read-back: _detector.run_scan.
-        return run_scan(self.cascade, gray, sf, mins, maxs, split, device_cache=self._device, state=self._grids)
-
     def detect(self, image: Any, *, scale_factor: float = 1.1, min_neighbors: int = 3, min_size: Any = (0, 0),
                max_size: Any = None, split_stage: int = 2, raw: bool = False,
                channel_axis: Any = "auto") -> Any:
@@ -276,7 +260,8 @@ class CascadeDetector:
     def _detect_one(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, split: int,
                     raw: bool) -> tuple[np.ndarray, np.ndarray]:
         height, width = gray.shape
-        scanned = self._scan(gray, sf, mins, maxs, split)
+        # The cached geometry, the launches and the single read-back: _detector.run_scan.
+        scanned = run_scan(self.cascade, gray, sf, mins, maxs, split, device_cache=self._device, state=self._grids)
         if scanned is None:
             return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
         grid, idx = scanned

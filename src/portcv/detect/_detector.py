@@ -82,29 +82,6 @@ def load(path_or_name: Any) -> Cascade:
 # --------------------------------------------------------------------------------------------
 # Scan geometry (host, cached per image size and parameters)
 # --------------------------------------------------------------------------------------------
-def scale_plan(width: int, height: int, window: tuple[int, int], scale_factor: float,
-               min_size: tuple[int, int], max_size: tuple[int, int]) -> list[tuple[float, tuple[int, int]]]:
-    """OpenCV's scale list: ``[(float32 factor, (level w, level h)), ...]``.
-
-    ``factor = 1.0; loop: win = rint(window * factor); stop if win > max_size or win > image;
-    keep float32(factor) if win >= min_size; factor *= scale_factor``; level size
-    ``rint(float32(W) / factor)`` (cascadedetect.cpp, ``detectMultiScaleNoGrouping``).
-    """
-    out = []
-    factor = 1.0
-    while len(out) <= 10_000:
-        ww, wh = round(window[0] * factor), round(window[1] * factor)
-        if ww > max_size[0] or wh > max_size[1] or ww > width or wh > height:
-            break
-        if ww >= min_size[0] and wh >= min_size[1]:
-            f32 = np.float32(factor)
-            lw = int(np.rint(np.float32(width) / f32))
-            lh = int(np.rint(np.float32(height) / f32))
-            out.append((float(f32), (lw, lh)))
-        factor *= scale_factor
-    return out
-
-
 class ScanGrid:
     """Every window of every level on its step grid, as flat offsets into the packed integrals."""
 
@@ -133,11 +110,6 @@ class ScanGrid:
         self.y = cat(ys, np.int64)
         self.factors = np.array([f for f, _ in levels], np.float32)
         self.size = int(self.windows.shape[0])
-
-
-@functools.lru_cache(maxsize=16)
-def _scan_grid(levels: tuple, placements: tuple, window: tuple[int, int], stride: int) -> ScanGrid:
-    return ScanGrid(levels, placements, window, stride)
 
 
 def candidates_to_rects(grid: ScanGrid, index: np.ndarray, window: tuple[int, int]) -> np.ndarray:
@@ -261,9 +233,12 @@ class ScanGeometry:
                  min_size: tuple[int, int], max_size: tuple[int, int]) -> None:
         from .. import transform
         from .._resize import plan as resize_plan
+        from ..transform import _pyramid_plan
 
         self.width, self.height = width, height
-        self.levels = scale_plan(width, height, window, scale_factor, min_size, max_size)
+        # OpenCV's scale list with minSize / maxSize: [(float32 factor, (level w, level h)), ...]
+        self.levels = _pyramid_plan(width, height, scale_factor, window, min_size=min_size, max_size=max_size,
+                                    name="scale_factor")
         self.grid: ScanGrid | None = None
         self._device: dict[Any, tuple] = {}
         if not self.levels:

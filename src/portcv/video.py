@@ -317,6 +317,25 @@ def run_motion(
 # --------------------------------------------------------------------------------------------
 # `portcv motion`
 # --------------------------------------------------------------------------------------------
+def _with_progress(frames: Iterable[Any], *, total: int | None, desc: str, enabled: bool = True) -> Iterable[Any]:
+    """``frames`` behind a tqdm progress bar (the CLI commands' bar), unless disabled or tqdm is missing."""
+    if not enabled:
+        return frames
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return frames
+    return tqdm(frames, total=total, desc=desc, unit="frame", leave=False)
+
+
+def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """The CLI commands' timing table: columns padded to fit, the first two left-aligned."""
+    table = [header, *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for r in table:
+        print("  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip())
+
+
 def _parse_grid(text: str) -> tuple[int, int]:
     import argparse
 
@@ -417,14 +436,7 @@ def _motion_command(args: Any) -> int:
                     frame = portcv.motion.draw_regions(frame, result.regions, variant=args.variant, thickness=thickness)
             writer.write(frame)
 
-        frames = source()
-        if not args.no_progress:
-            try:
-                from tqdm import tqdm
-
-                frames = tqdm(frames, total=total, desc=f"motion [{name}]", unit="frame", leave=False)
-            except ImportError:
-                pass
+        frames = _with_progress(source(), total=total, desc=f"motion [{name}]", enabled=not args.no_progress)
         try:
             times = run_motion(frames, backend=name, detector=detector, on_result=keep if writer else None)
         except BaseException:
@@ -441,12 +453,8 @@ def _motion_command(args: Any) -> int:
 
     print(f"portcv motion: {label}; beta={args.beta}, grid={args.grid[0]}x{args.grid[1]}, gamma={args.gamma}, "
           f"variant={args.variant}; FPS per frame pair (the Rice paper's Table VII)")
-    header = ("backend", "device", "pairs", "average", "median", "min", "max", "std")
-    table = [header] + [
+    _print_table(("backend", "device", "pairs", "average", "median", "min", "max", "std"), [
         (name, device, str(s["pairs"])) + tuple(f"{s[key]:.2f}" for key in ("average", "median", "min", "max", "std"))
         for name, device, s in rows
-    ]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    for r in table:
-        print("  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip())
+    ])
     return 0

@@ -184,7 +184,7 @@ def _image(source: Path, args: argparse.Namespace, b: Any, detector: Any, params
 def _video(source: Path, args: argparse.Namespace, b: Any, detector: Any, params: dict, thickness: int,
            label: str) -> int:
     import portcv
-    from ..video import VideoWriter, iter_frames, video_fps
+    from ..video import VideoWriter, _print_table, _with_progress, iter_frames, video_fps
 
     try:
         first = next(iter_frames(source, frames=1))  # a clear error now for an unreadable file
@@ -192,14 +192,8 @@ def _video(source: Path, args: argparse.Namespace, b: Any, detector: Any, params
         raise _CommandError(str(exc)) from None
     with portcv.using(b.name):  # warm up (kernel compilation, JAX tracing) outside the timed frames
         detector.detect(portcv.asarray(first), **params)
-    frames: Any = iter_frames(source, frames=args.frames)
-    if not args.no_progress:
-        try:
-            from tqdm import tqdm
-
-            frames = tqdm(frames, total=args.frames, desc=f"faces [{b.name}]", unit="frame", leave=False)
-        except ImportError:
-            pass
+    frames = _with_progress(iter_frames(source, frames=args.frames), total=args.frames, desc=f"faces [{b.name}]",
+                            enabled=not args.no_progress)
     writer = None
     if args.out is not None:
         fps = args.fps if args.fps is not None else video_fps(source)
@@ -236,11 +230,8 @@ def _video(source: Path, args: argparse.Namespace, b: Any, detector: Any, params
     print(f"portcv faces: {source} ({first.shape[1]}x{first.shape[0]}), {label}; {len(counts)} frames, "
           f"boxes per frame min {min(counts)} / mean {sum(counts) / len(counts):.2f} / max {max(counts)}; "
           f"FPS per frame (the Rice paper's Table VII){overlap}")
-    header = ("backend", "device", "frames", "average", "median", "min", "max", "std", "throughput")
-    row = (b.name, b.device, str(stats["pairs"])) + tuple(
-        f"{stats[k]:.2f}" for k in ("average", "median", "min", "max", "std", "throughput"))
-    widths = [max(len(header[i]), len(row[i])) for i in range(len(header))]
-    for r in (header, row):
-        print("  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip())
+    _print_table(("backend", "device", "frames", "average", "median", "min", "max", "std", "throughput"), [
+        (b.name, b.device, str(stats["pairs"])) + tuple(
+            f"{stats[k]:.2f}" for k in ("average", "median", "min", "max", "std", "throughput"))])
     return 0
 

@@ -9,6 +9,14 @@ from hypothesis import strategies as st
 
 import portcv
 
+#: Every border mode of portcv's neighbourhood filters.
+borders = st.sampled_from(portcv.filters.BORDERS)
+
+
+def cv2_borders(cv2: Any) -> dict[str, int]:
+    """portcv's border names -> OpenCV's constants (``cv2`` as the test module imported it)."""
+    return {"reflect101": cv2.BORDER_REFLECT_101, "replicate": cv2.BORDER_REPLICATE, "constant": cv2.BORDER_CONSTANT}
+
 
 def assert_same_bits(expected: Any, actual: Any) -> None:
     """dtype, shape and every element equal (the cross-backend contract)."""

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import portcv
 from portcv import edges
 
-from .helpers import assert_same_bits, images, matches_numpy, on_backend
+from .helpers import assert_same_bits, borders, images, matches_numpy, on_backend
 from .oracles import edges as oracle
 
 cv2 = pytest.importorskip("cv2")
@@ -20,7 +20,6 @@ cv2 = pytest.importorskip("cv2")
 gray = images(channels=(None,))
 small_gray = images(channels=(None,), max_h=20, max_w=24, batch=False)
 variants = st.sampled_from(["pseudocode", "listing"])
-borders = st.sampled_from(["reflect101", "replicate", "constant"])
 # Small and large aprons; 10 and 16 take the CUDA kernel's 16- and 8-row tiles.
 alphas = st.sampled_from([0, 1, 2, 2, 3, 5, 10, 16])
 # Integers and fractions; magnitudes of noise reach ~1400, of low-contrast images ~100.

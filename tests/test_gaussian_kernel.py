@@ -10,12 +10,11 @@ from hypothesis import strategies as st
 import portcv
 from portcv import filters
 
-from .helpers import assert_same_bits, images, matches_numpy
+from .helpers import assert_same_bits, borders, images, matches_numpy
 from .oracles import convolve as oracle
 
 cv2 = pytest.importorskip("cv2")
 
-borders = st.sampled_from(filters.BORDERS)
 odd_k = st.integers(0, 15).map(lambda k: 2 * k + 1)
 Q = filters.REPORT_GAUSSIAN_BITS
 

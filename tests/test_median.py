@@ -17,13 +17,12 @@ import portcv
 import portcv._median
 from portcv import filters
 
-from .helpers import assert_same_bits, images, matches_numpy
+from .helpers import assert_same_bits, borders, images, matches_numpy
 from .oracles import median as oracle
 
 cv2 = pytest.importorskip("cv2")
 
 ksizes = st.sampled_from([3, 5, 7, 9, 11, 13, 15])
-borders = st.sampled_from(filters.BORDERS)
 MEDIAN_CU = Path(portcv.__file__).parent / "backends" / "cuda" / "median.cu"
 
 

@@ -10,17 +10,12 @@ from hypothesis import strategies as st
 import portcv
 from portcv import filters
 
-from .helpers import assert_same_bits, images, matches_numpy, on_backend
+from .helpers import assert_same_bits, borders, cv2_borders, images, matches_numpy, on_backend
 from .oracles import sobel as oracle
 
 cv2 = pytest.importorskip("cv2")
 
-CV2_BORDER = {
-    "reflect101": cv2.BORDER_REFLECT_101,
-    "replicate": cv2.BORDER_REPLICATE,
-    "constant": cv2.BORDER_CONSTANT,
-}
-borders = st.sampled_from(filters.BORDERS)
+CV2_BORDER = cv2_borders(cv2)
 KSIZES = [-1, 1, 3, 5, 7]
 #: Every (ksize, dx, dy) cv2.Sobel accepts: orders below the kernel size (ksize 1: below 3).
 VALID = [

@@ -2,6 +2,7 @@
 
     python tools/cascade_schedule.py [--backends cupy,jax,opencv] [--sizes 640x480,1280x960,1920x1080]
                                      [--splits 1,2,3,5] [--cpu-splits 5,10] [--repeat 5] [--json OUT.json]
+                                     [--deep 4,6,8 --lanes 8,32] [--phases]
 
 Three ways to schedule the same cascade over every window of every scale (all pyramid levels
 packed in one image, one integral image), each giving the same candidates and grouped boxes:
@@ -198,6 +199,64 @@ def cpu_gpu_split(scan: Scan, gray: Any, gray_host: np.ndarray, split: int) -> t
     return scan.finish(idx)
 
 
+def with_deep(stage: int, lanes: int, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with the CuPy plan launch's deep stage and lanes set (see _cascade_cuda)."""
+    from portcv import _cascade_cuda as cc
+
+    saved = cc.DEEP_STAGE, cc.DEEP_LANES
+    cc.DEEP_STAGE, cc.DEEP_LANES = stage, lanes
+    try:
+        return fn(*args)
+    finally:
+        cc.DEEP_STAGE, cc.DEEP_LANES = saved
+
+
+def print_phases(size: str, scan: Scan, gray: Any, split: int, repeat: int = 20) -> None:
+    """GPU time of each step of (b) (CUDA events between the launches, medians)."""
+    import cupy
+
+    from portcv._cascade import candidates_kernel
+
+    b = portcv.backend()
+    xmap, ymap, xtab, ytab, windows, row_end = scan.geo.on(b)
+    arrays = cascade_arrays(scan.c, scan.det._device)
+    S = scan.c.n_stages
+    times: dict[str, list[float]] = {}
+    for it in range(repeat + 2):
+        ev = [cupy.cuda.Event()]
+        ev[0].record()
+        names = []
+
+        def mark(name: str) -> None:
+            e = cupy.cuda.Event()
+            e.record()
+            ev.append(e)
+            names.append(name)
+
+        packed = pyramid_kernel(gray, xmap, ymap, xtab, ytab, shape=scan.geo.packed_shape)
+        mark("pyramid")
+        s, q, t = integrals_kernel(packed, tilted=scan.c.has_tilted)
+        mark("integrals")
+        status = evaluate_kernel(s, q, t, windows, *arrays, stage_begin=0, stage_end=split, check_variance=True,
+                                 **scan.static)
+        mark(f"stages [0, {split}) on every window")
+        plan, count = compact_kernel(status, row_end, capacity=scan.grid.size)
+        mark("skip rule + compaction")
+        final = plan_evaluate_kernel(s, q, t, windows, plan, count, *arrays, stage_begin=split, stage_end=S,
+                                     check_variance=False, **scan.static)
+        mark(f"stages [{split}, {S}) on the plan")
+        candidates_kernel(plan, count, final, limit=CANDIDATE_LIMIT)
+        mark("candidates")
+        ev[-1].synchronize()
+        if it >= 2:
+            for i, name in enumerate(names):
+                times.setdefault(name, []).append(cupy.cuda.get_elapsed_time(ev[i], ev[i + 1]))
+    total = sum(statistics.median(v) for v in times.values())
+    print(f"\n{size}: GPU time per step of (b) s={split} (median of {repeat}), {total:.3f} ms in all")
+    for name, v in times.items():
+        print(f"  {name:40s} {statistics.median(v):8.3f} ms")
+
+
 def plan_counts(scan: Scan, gray: Any, splits: list[int]) -> dict[int, int]:
     """Windows left in the plan after the skip rule and stages [0, s) (not timed)."""
     (s, q, t), windows, row_end, arrays = scan.device(gray)
@@ -244,6 +303,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-neighbors", type=int, default=5)
     ap.add_argument("--min-size", type=int, default=30)
     ap.add_argument("--cascade", default=CASCADE)
+    ap.add_argument("--deep", default="",
+                    help="CuPy: also run (b) s=2 with the plan's stages from k on at --lanes threads per window, "
+                         "for each k in this list (k >= the stage count: one thread per window throughout)")
+    ap.add_argument("--lanes", default="32", help="threads per window for --deep (powers of two up to 32)")
+    ap.add_argument("--phases", action="store_true", help="CuPy: print the GPU time of each step of (b) s=2")
     ap.add_argument("--json", help="write the rows as JSON to this file")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
@@ -307,6 +371,15 @@ def main(argv: list[str] | None = None) -> int:
                 default = 2 if 2 in splits else (splits[0] if splits else None)
                 if default is not None:
                     reference = boxes_key(breadth_first(scan, gray, default))
+                deep_runs = []
+                if structure == "cupy":
+                    for k in [int(v) for v in args.deep.split(",") if v.strip()]:
+                        for lanes in [int(v) for v in args.lanes.split(",") if v.strip()]:
+                            deep_runs.append((k, lanes))
+                            variants.append((f"(b) deep from {k} x{lanes}", 2,
+                                             lambda k=k, lanes=lanes: with_deep(k, lanes, breadth_first, scan, gray, 2)))
+                    if args.phases:
+                        print_phases(size, scan, gray, 2)
                 for name, split, fn in variants:
                     # (c) spends most of its time on the host: fewer runs keep the study short
                     repeat = min(args.repeat, 3) if name.startswith("(c)") else args.repeat

@@ -41,8 +41,15 @@ from ._cascade import (
     pyramid_kernel,
 )
 
-#: Threads per block of the window-evaluation kernels (one window per thread).
+#: Threads per block of the window-evaluation kernels.
 STAGES_BLOCK = 128
+#: On a plan, stages from DEEP_STAGE on run with DEEP_LANES threads per window (the few windows
+#: that get that deep walk 100-200 trees per stage: one thread per window made their warps the
+#: critical path of a frame). Chosen by measurement (tools/cascade_schedule.py --deep; H100,
+#: frontalface_default: stage 4 best at 640x480, within 1 % of the best at 1080p; 32 lanes
+#: beat 8 and 16 everywhere).
+DEEP_STAGE = 4
+DEEP_LANES = 32
 #: Compaction tiles: COMPACT_ITEMS coalesced rounds of COMPACT_BLOCK windows per block.
 COMPACT_BLOCK = 256
 COMPACT_ITEMS = 8
@@ -100,16 +107,21 @@ def _prepared(cupy: Any, arrays: dict[str, Any], haar: bool) -> list:
 
 def launch_stages(sums: Any, sqsums: Any, tilt: Any, windows: Any, arrays: dict[str, Any], *, feature_type: str,
                   window: tuple[int, int], has_tilted: bool, stages: tuple, stage_begin: int, stage_end: int,
-                  check_variance: bool, count: Any = None, plan: Any = None) -> Any:
+                  check_variance: bool, count: Any = None, plan: Any = None, sel: Any = None, lanes: int = 1,
+                  status: Any = None) -> Any:
     """Status int32 ``(K,)`` of stages ``[stage_begin, stage_end)`` at ``windows`` (see cascade.cu).
 
     ``sums``, ``sqsums``, ``tilt``: uint32 integral images ``(Hp+1, Wp+1)``; ``windows``: flat
     offsets ``y * (Wp+1) + x``; ``arrays``: the cascade's arrays by ``Cascade`` field name;
     ``stages``: ``Cascade.stage_layout()``; ``count``: see the module docstring; ``plan``: int32
-    indices into ``windows`` (thread ``i`` evaluates ``windows[plan[i]]``; the status has
-    ``plan``'s length, and with ``count`` only ``plan[:count]`` is read). The variance
-    test applies to Haar cascades only (OpenCV's LBP evaluator has none), as in the portable
-    version. Returns ``NotImplemented`` for inputs the kernels do not take.
+    indices into ``windows`` (slot ``i`` evaluates ``windows[plan[i]]``; the status has
+    ``plan``'s length, and with ``count`` only ``plan[:count]`` is read); ``sel``: int32 slots
+    (work item ``w < count`` evaluates slot ``sel[w]`` and writes ``status[sel[w]]`` of the
+    given ``status``, leaving its other slots alone); ``lanes``: threads per window (1, or a
+    power of two up to 32 that splits each stage's trees; a grid of resident blocks then loops
+    over the windows). The variance test applies to Haar cascades only (OpenCV's LBP evaluator
+    has none), as in the portable version. Returns ``NotImplemented`` for inputs the kernels do
+    not take.
     """
     import cupy
 
@@ -128,7 +140,12 @@ def launch_stages(sums: Any, sqsums: Any, tilt: Any, windows: Any, arrays: dict[
     if use_plan and (plan.ndim != 1 or plan.dtype != cupy.int32):
         return NotImplemented
     n = plan.shape[0] if use_plan else windows.shape[0]
-    status = cupy.empty(n, dtype=cupy.int32)
+    use_sel = sel is not None
+    if use_sel and (sel.ndim != 1 or sel.dtype != cupy.int32 or count is None or status is None
+                    or status.shape != (n,) or status.dtype != cupy.int32):
+        return NotImplemented
+    if not use_sel:
+        status = cupy.empty(n, dtype=cupy.int32)
     if n == 0:
         return status
     s = cupy.ascontiguousarray(sums)
@@ -141,16 +158,22 @@ def launch_stages(sums: Any, sqsums: Any, tilt: Any, windows: Any, arrays: dict[
     stage_tree_start = device_constant(starts, "int32")
     dev = _prepared(cupy, arrays, haar)
     scalars = (np.int32(window[0]), np.int32(window[1]), np.int32(stage_begin), np.int32(stage_end))
-    grid, block = ((n + STAGES_BLOCK - 1) // STAGES_BLOCK,), (STAGES_BLOCK,)
-    head = (np.int32(s.shape[1]), win, np.int32(n), cnt, np.int32(use_count), idx, np.int32(use_plan))
+    items = (sel.shape[0] if use_sel else n) * lanes
+    blocks = (items + STAGES_BLOCK - 1) // STAGES_BLOCK
+    if lanes > 1:  # a resident grid loops over the windows (count is on the device)
+        blocks = max(1, min(blocks, resident_blocks(cupy, STAGES_BLOCK)))
+    grid, block = (blocks,), (STAGES_BLOCK,)
+    sel_arg = cupy.ascontiguousarray(sel) if use_sel else win  # not read without use_sel
+    head = (np.int32(s.shape[1]), win, np.int32(n), cnt, np.int32(use_count), idx, np.int32(use_plan),
+            sel_arg, np.int32(use_sel))
     if haar:
         q = cupy.ascontiguousarray(sqsums)
         t = cupy.ascontiguousarray(tilt) if has_tilted else s  # not read without TILTED
         tilted = "true" if has_tilted else "false"
-        fn = cuda_function("cascade.cu", f"portcv_cascade_stages_haar<{STAGES_BLOCK},{tilted}>")
+        fn = cuda_function("cascade.cu", f"portcv_cascade_stages_haar<{STAGES_BLOCK},{lanes},{tilted}>")
         fn(grid, block, (s, q, t, *head, *scalars, np.int32(bool(check_variance)), stage_tree_start, *dev, status))
     else:
-        fn = cuda_function("cascade.cu", f"portcv_cascade_stages_lbp<{STAGES_BLOCK}>")
+        fn = cuda_function("cascade.cu", f"portcv_cascade_stages_lbp<{STAGES_BLOCK},{lanes}>")
         # sqsum is read only with check_variance, which LBP never applies (the portable rule).
         fn(grid, block, (s, s, *head, *scalars, np.int32(0), stage_tree_start, *dev, status))
     return status
@@ -167,15 +190,38 @@ def _evaluate_cupy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any
                          stage_end=stage_end, check_variance=check_variance)
 
 
+def resident_blocks(cupy: Any, block: int) -> int:
+    """Blocks of ``block`` threads that fill the current device once (2,048 threads per SM)."""
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    return sms * max(1, 2048 // block)
+
+
 @plan_evaluate_kernel.override("cupy")
 def _plan_evaluate_cupy(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any, *arrays: Any,
                         feature_type: str, window: tuple[int, int], has_tilted: bool, stages: tuple, stage_begin: int,
                         stage_end: int, check_variance: bool) -> Any:
+    """Two launches when the cascade is deeper than ``DEEP_STAGE``: stages ``[stage_begin,
+    DEEP_STAGE)`` one thread per plan window, then the windows still alive (compacted, the count
+    on the device) through ``[DEEP_STAGE, stage_end)`` with ``DEEP_LANES`` threads each. The
+    statuses are those of one pass (the later launch writes only its windows' slots)."""
     if len(arrays) != len(_ARRAY_NAMES):
         return NotImplemented
-    return launch_stages(sums, sqsums, tilt, windows, dict(zip(_ARRAY_NAMES, arrays)), feature_type=feature_type,
-                         window=window, has_tilted=has_tilted, stages=stages, stage_begin=stage_begin,
-                         stage_end=stage_end, check_variance=check_variance, count=count, plan=plan)
+    run = dict(arrays=dict(zip(_ARRAY_NAMES, arrays)), feature_type=feature_type, window=window,
+               has_tilted=has_tilted, stages=stages, check_variance=check_variance)
+    mid = max(stage_begin, min(DEEP_STAGE, stage_end))
+    if mid == stage_begin:  # the whole range is deep
+        return launch_stages(sums, sqsums, tilt, windows, **run, stage_begin=stage_begin, stage_end=stage_end,
+                             count=count, plan=plan, lanes=DEEP_LANES)
+    status = launch_stages(sums, sqsums, tilt, windows, **run, stage_begin=stage_begin, stage_end=mid, count=count,
+                           plan=plan)
+    if status is NotImplemented or mid == stage_end or status.shape[0] == 0:
+        return status
+    kept = compact(status, None, capacity=status.shape[0])
+    if kept is NotImplemented:
+        return NotImplemented
+    alive, n_alive = kept
+    return launch_stages(sums, sqsums, tilt, windows, **run, stage_begin=mid, stage_end=stage_end, count=n_alive,
+                         plan=plan, sel=alive, lanes=DEEP_LANES, status=status)
 
 
 @pyramid_kernel.override("cupy")
@@ -201,18 +247,17 @@ def _pyramid_cupy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shap
 
 @integrals_kernel.override("cupy")
 def _integrals_cupy(packed: Any, *, tilted: bool) -> Any:
-    """Upright tables from ``integral.cu``'s tiled scan (exact int64), wrapped to uint32; the
-    tilted table stays portable (its cascades are rare)."""
+    """Upright tables from ``integral.cu``'s tiled scan, stored modulo 2^32 (the portable
+    version's wrapping sums: the int64 prefixes' residues); the tilted table stays portable (its
+    cascades are rare)."""
     import cupy
 
-    from ._integral import integral_kernel
+    from ._integral import launch_integral
 
     if tilted or packed.ndim != 2 or packed.dtype != cupy.uint8:
         return NotImplemented
-    sums, squares = integral_kernel(packed, has_channels=False, squared=True, dtype="int64")
-    # int64 -> uint32 is the residue modulo 2**32: the portable version's wrapping sums.
-    s32 = sums.astype(cupy.uint32)
-    return s32, squares.astype(cupy.uint32), s32
+    sums, squares = launch_integral(packed, has_channels=False, squared=True, dtype="uint32", sq_dtype="uint32")
+    return sums, squares, sums
 
 
 @candidates_kernel.override("cupy")

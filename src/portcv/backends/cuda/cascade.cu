@@ -138,16 +138,30 @@ struct Stages {
     const long long* __restrict__ leaf_fixed;          // (L,)
 };
 
+// Sum of v over the LANES lanes of this thread's group (LANES a power of two <= 32, groups
+// aligned inside the warp; `mask` = the group's lanes). Integer addition: exact in any order.
+template <int LANES>
+__device__ __forceinline__ long long group_sum(long long v, unsigned int mask) {
+    if constexpr (LANES > 1) {
+#pragma unroll
+        for (int d = LANES / 2; d > 0; d >>= 1) v += __shfl_xor_sync(mask, v, d, LANES);
+    }
+    return v;
+}
+
 // Runs stages [stage_begin, stage_end) with `goes_left(global node id)` as the node test;
-// returns 1 or -s for the rejecting stage s. A tree walk takes at most as many steps as the
-// tree has nodes (the loader checks that every child index is larger than its parent's, so the
-// walk always reaches a leaf within that bound).
-template <typename GoesLeft>
-__device__ __forceinline__ int run_stages(const Stages& c, int stage_begin, int stage_end, GoesLeft goes_left) {
+// returns 1 or -s for the rejecting stage s. The LANES threads of a group evaluate one window
+// together: lane l walks trees t0 + l, t0 + l + LANES, ... of each stage and the group sums the
+// fixed-point leaves (int64: the same sum in any order), so every lane returns the same value.
+// A tree walk takes at most as many steps as the tree has nodes (the loader checks that every
+// child index is larger than its parent's, so the walk always reaches a leaf within that bound).
+template <int LANES, typename GoesLeft>
+__device__ __forceinline__ int run_stages(const Stages& c, int stage_begin, int stage_end, int lane,
+                                          unsigned int mask, GoesLeft goes_left) {
     for (int s = stage_begin; s < stage_end; ++s) {
         const int t_end = __ldg(c.stage_tree_start + s + 1);
         long long acc = 0;
-        for (int t = __ldg(c.stage_tree_start + s); t < t_end; ++t) {
+        for (int t = __ldg(c.stage_tree_start + s) + lane; t < t_end; t += LANES) {
             const int n0 = __ldg(c.tree_node_start + t);
             const int nodes = __ldg(c.tree_node_start + t + 1) - n0;
             int node = 0, leaf = 0;
@@ -162,6 +176,7 @@ __device__ __forceinline__ int run_stages(const Stages& c, int stage_begin, int 
             }
             acc += __ldg(c.leaf_fixed + __ldg(c.tree_leaf_start + t) + leaf);
         }
+        acc = group_sum<LANES>(acc, mask);
         if (acc < __ldg(c.stage_threshold_fixed + s)) return -s;
     }
     return 1;
@@ -175,22 +190,60 @@ __device__ __forceinline__ int live_windows(int n, const int* __restrict__ count
     return c < 0 ? 0 : (c < n ? c : n);
 }
 
+// Where work item w of a launch lives: its slot in status (sel[w] with use_sel, else w) and its
+// window's offset (windows[plan[slot]] with use_plan, else windows[slot]).
+struct Work {
+    const int* __restrict__ windows;
+    const int* __restrict__ plan;
+    int use_plan;
+    const int* __restrict__ sel;
+    int use_sel;
+    __device__ __forceinline__ int slot(int w) const { return use_sel ? __ldg(sel + w) : w; }
+    __device__ __forceinline__ int window(int slot) const { return __ldg(windows + (use_plan ? __ldg(plan + slot) : slot)); }
+};
+
+// The launch loop shared by the Haar and LBP kernels: groups of LANES threads take work items
+// w = group, group + groups, ... below live and write status[slot(w)] = evaluate(window, lane,
+// mask) from lane 0. Without use_sel, slots live..n-1 get 0 (a defined value: "rejected at
+// stage 0"); with use_sel the launch writes only the selected slots.
+template <int BLOCK, int LANES, typename Evaluate>
+__device__ __forceinline__ void for_each_window(const Work& work, int n, int live, int* __restrict__ status,
+                                                Evaluate evaluate) {
+    static_assert(LANES >= 1 && LANES <= 32 && (LANES & (LANES - 1)) == 0, "LANES: a power of two <= 32");
+    static_assert(BLOCK % 32 == 0, "BLOCK: whole warps");
+    const int tid = blockIdx.x * BLOCK + threadIdx.x;
+    const int threads = gridDim.x * BLOCK;
+    const int lane = threadIdx.x & (LANES - 1);
+    const unsigned int mask =
+        LANES == 32 ? 0xffffffffu : ((1u << LANES) - 1u) << ((threadIdx.x & 31) & ~(LANES - 1));
+    for (int w = tid / LANES; w < live; w += threads / LANES) {
+        const int slot = work.slot(w);
+        const int r = evaluate(work.window(slot), lane, mask);
+        if (lane == 0) status[slot] = r;
+    }
+    if (!work.use_sel)
+        for (int i = live + tid; i < n; i += threads) status[i] = 0;
+}
+
 }  // namespace portcv_cascade
 
 // ---------------------------------------------------------------------------------------------
-// Window evaluation. Launch: grid ceil(n / BLOCK), block BLOCK. Thread i evaluates windows[i]
-// (windows[plan[i]] with use_plan) for i < live (n, or min(*count, n) with use_count) and
-// writes status[i]; threads live <= i < n write 0 (a defined value: "rejected at stage 0").
-// Arrays that a launch does not read (sqsum of an LBP launch without check_variance, tilted
-// without TILTED, count without use_count, plan without use_plan) may be any int array: CuPy
-// passes no null pointers.
-template <int BLOCK, bool TILTED>
+// Window evaluation. Any grid of BLOCK-thread blocks (a grid-stride loop); groups of LANES
+// threads evaluate one window each (see for_each_window): LANES = 1 for the first stages over
+// every window (neighbouring threads read neighbouring windows: coalesced), LANES = 32 for the
+// deep stages of the few windows that reach them (a window's 100-200 trees per stage are then
+// walked 32 at a time instead of one after another by one thread). Work item w < live (n, or
+// min(*count, n) with use_count) is slot sel[w] (use_sel) or w, its window windows[plan[slot]]
+// (use_plan) or windows[slot]; status[slot] is written. Arrays that a launch does not read
+// (sqsum of an LBP launch without check_variance, tilted without TILTED, count, plan, sel
+// without their flags) may be any int array: CuPy passes no null pointers.
+template <int BLOCK, int LANES, bool TILTED>
 __global__ void __launch_bounds__(BLOCK)
 portcv_cascade_stages_haar(const unsigned int* __restrict__ sum, const unsigned int* __restrict__ sqsum,
                            const unsigned int* __restrict__ tilted, int stride, const int* __restrict__ windows,
                            int n, const int* __restrict__ count, int use_count,
-                           const int* __restrict__ plan, int use_plan, int win_w, int win_h,
-                           int stage_begin, int stage_end, int check_variance,
+                           const int* __restrict__ plan, int use_plan, const int* __restrict__ sel, int use_sel,
+                           int win_w, int win_h, int stage_begin, int stage_end, int check_variance,
                            const int* __restrict__ stage_tree_start,
                            const long long* __restrict__ stage_threshold_fixed,
                            const int* __restrict__ tree_node_start, const int* __restrict__ tree_leaf_start,
@@ -200,36 +253,30 @@ portcv_cascade_stages_haar(const unsigned int* __restrict__ sum, const unsigned 
                            const int* __restrict__ feature_rect, const int* __restrict__ feature_weight,
                            const unsigned char* __restrict__ feature_tilted, int* __restrict__ status) {
     using namespace portcv_cascade;
-    const int i = blockIdx.x * BLOCK + threadIdx.x;
-    if (i >= n) return;
-    if (i >= live_windows(n, count, use_count)) {
-        status[i] = 0;
-        return;
-    }
     const Stages c{stage_tree_start, stage_threshold_fixed, tree_node_start, tree_leaf_start,
                    node_feature,     node_left,             node_right,      leaf_fixed};
-    const int win = windows[use_plan ? plan[i] : i];
-    // nf is needed by every node test, so it is computed whether or not the test applies.
-    const long long nf = variance_term(sum, sqsum, win, win_w, win_h, stride);
-    if (check_variance && variance_rejects(nf, win_w, win_h)) {
-        status[i] = -1;
-        return;
-    }
-    const double nfd = __ll2double_rn(nf);  // 0 <= nf < 2^53: exact
-    status[i] = run_stages(c, stage_begin, stage_end, [&](int g) {
-        const long long F = haar_feature<TILTED>(sum, tilted, win, stride, feature_rect, feature_weight,
-                                                 feature_tilted, __ldg(node_feature + g));
-        return haar_goes_left(F, __ldg(node_threshold + g), __ldg(node_threshold_sq + g), nfd);
+    const Work work{windows, plan, use_plan, sel, use_sel};
+    for_each_window<BLOCK, LANES>(work, n, live_windows(n, count, use_count), status,
+                                  [&](int win, int lane, unsigned int mask) {
+        // nf is needed by every node test, so it is computed whether or not the test applies.
+        const long long nf = variance_term(sum, sqsum, win, win_w, win_h, stride);
+        if (check_variance && variance_rejects(nf, win_w, win_h)) return -1;
+        const double nfd = __ll2double_rn(nf);  // 0 <= nf < 2^53: exact
+        return run_stages<LANES>(c, stage_begin, stage_end, lane, mask, [&](int g) {
+            const long long F = haar_feature<TILTED>(sum, tilted, win, stride, feature_rect, feature_weight,
+                                                     feature_tilted, __ldg(node_feature + g));
+            return haar_goes_left(F, __ldg(node_threshold + g), __ldg(node_threshold_sq + g), nfd);
+        });
     });
 }
 
 // LBP: the same launch geometry and status convention; node_subset is (N, 8) uint32 (a 256-bit
 // category set), left iff bit `code` is set.
-template <int BLOCK>
+template <int BLOCK, int LANES>
 __global__ void __launch_bounds__(BLOCK)
 portcv_cascade_stages_lbp(const unsigned int* __restrict__ sum, const unsigned int* __restrict__ sqsum, int stride,
                           const int* __restrict__ windows, int n, const int* __restrict__ count, int use_count,
-                          const int* __restrict__ plan, int use_plan,
+                          const int* __restrict__ plan, int use_plan, const int* __restrict__ sel, int use_sel,
                           int win_w, int win_h, int stage_begin, int stage_end, int check_variance,
                           const int* __restrict__ stage_tree_start, const long long* __restrict__ stage_threshold_fixed,
                           const int* __restrict__ tree_node_start, const int* __restrict__ tree_leaf_start,
@@ -238,22 +285,17 @@ portcv_cascade_stages_lbp(const unsigned int* __restrict__ sum, const unsigned i
                           const unsigned int* __restrict__ node_subset, const int* __restrict__ feature_rect,
                           int* __restrict__ status) {
     using namespace portcv_cascade;
-    const int i = blockIdx.x * BLOCK + threadIdx.x;
-    if (i >= n) return;
-    if (i >= live_windows(n, count, use_count)) {
-        status[i] = 0;
-        return;
-    }
     const Stages c{stage_tree_start, stage_threshold_fixed, tree_node_start, tree_leaf_start,
                    node_feature,     node_left,             node_right,      leaf_fixed};
-    const int win = windows[use_plan ? plan[i] : i];
-    if (check_variance && variance_rejects(variance_term(sum, sqsum, win, win_w, win_h, stride), win_w, win_h)) {
-        status[i] = -1;
-        return;
-    }
-    status[i] = run_stages(c, stage_begin, stage_end, [&](int g) {
-        const int code = lbp_code(sum, win, stride, feature_rect, __ldg(node_feature + g));
-        return ((__ldg(node_subset + 8 * g + (code >> 5)) >> (code & 31)) & 1u) != 0;
+    const Work work{windows, plan, use_plan, sel, use_sel};
+    for_each_window<BLOCK, LANES>(work, n, live_windows(n, count, use_count), status,
+                                  [&](int win, int lane, unsigned int mask) {
+        if (check_variance && variance_rejects(variance_term(sum, sqsum, win, win_w, win_h, stride), win_w, win_h))
+            return -1;
+        return run_stages<LANES>(c, stage_begin, stage_end, lane, mask, [&](int g) {
+            const int code = lbp_code(sum, win, stride, feature_rect, __ldg(node_feature + g));
+            return ((__ldg(node_subset + 8 * g + (code >> 5)) >> (code & 31)) & 1u) != 0;
+        });
     });
 }
 

@@ -44,7 +44,7 @@ def integral_kernel(xp: Any, img: Any, *, has_channels: bool, squared: bool, dty
     return sums, table(wide * wide, xp.int64)
 
 
-_CUDA_SUM = {"int32": "int", "int64": "long long"}
+_CUDA_SUM = {"int32": "int", "int64": "long long", "uint32": "unsigned int"}
 
 
 def tile_geometry(channels: int, squared: bool) -> tuple[int, int]:
@@ -56,6 +56,13 @@ def tile_geometry(channels: int, squared: bool) -> tuple[int, int]:
 
 @integral_kernel.override("cupy")
 def _integral_cupy(img: Any, *, has_channels: bool, squared: bool, dtype: str) -> Any:
+    return launch_integral(img, has_channels=has_channels, squared=squared, dtype=dtype, sq_dtype="int64")
+
+
+def launch_integral(img: Any, *, has_channels: bool, squared: bool, dtype: str, sq_dtype: str) -> Any:
+    """``integral.cu`` on a uint8 CuPy array: sums as ``dtype`` and squared sums as ``sq_dtype``
+    (``"int32"``/``"int64"`` and ``"int64"``: exact; ``"uint32"``: modulo 2^32, written
+    directly instead of cast from int64 -- the cascade detector's tables)."""
     import cupy
 
     from .backends.cupy import cuda_function
@@ -72,7 +79,8 @@ def _integral_cupy(img: Any, *, has_channels: bool, squared: bool, dtype: str) -
     sq = "true" if squared else "false"
     tile_sums = cuda_function("integral.cu", f"portcv_integral_tile_sums<{channels},{tw},{th},{sq}>")
     carries = cuda_function("integral.cu", f"portcv_integral_carries<{channels},{sq}>")
-    tiles = cuda_function("integral.cu", f"portcv_integral_tiles<{channels},{tw},{th},{sq},{_CUDA_SUM[dtype]}>")
+    tiles = cuda_function("integral.cu",
+                          f"portcv_integral_tiles<{channels},{tw},{th},{sq},{_CUDA_SUM[dtype]},{_CUDA_SUM[sq_dtype]}>")
 
     # Partial sums per tile row / tile column / tile (int32 is exact: <= 255^2 * 32 * 128), and
     # their exclusive prefixes across tiles (int64).
@@ -84,7 +92,7 @@ def _integral_cupy(img: Any, *, has_channels: bool, squared: bool, dtype: str) -
     colcarry = cupy.empty(colseg.shape, np.int64)
     colex = cupy.empty(tiletot.shape, np.int64)
     sums = cupy.empty((planes, height + 1, width + 1, channels), dtype)
-    squares = cupy.empty(sums.shape, np.int64) if squared else sums  # unused unless squared
+    squares = cupy.empty(sums.shape, sq_dtype) if squared else sums  # unused unless squared
     last = nq - 1
     h, w, nx, ny = np.int32(height), np.int32(width), np.int32(ntx), np.int32(nty)
 

@@ -214,14 +214,16 @@ portcv_integral_carries(int planes, int H, int W, int ntx, int nty,
     }
 }
 
-// Launch 3: grid (ntx, nty, planes). SumT is int (OpenCV's CV_32S) or long long.
-template <int C, int TW, int TH, bool SQ, typename SumT>
+// Launch 3: grid (ntx, nty, planes). SumT is int (OpenCV's CV_32S) or long long, SqT long long;
+// or both unsigned int, the sums modulo 2^32 (the cascade detector's wrap-around tables: its
+// rectangle sums are differences of four corners, exact modulo 2^32).
+template <int C, int TW, int TH, bool SQ, typename SumT, typename SqT>
 __global__ void __launch_bounds__(INTEGRAL_THREADS)
 portcv_integral_tiles(const unsigned char* __restrict__ src, int H, int W, int ntx, int nty,
                       const long long* __restrict__ rowcarry, const long long* __restrict__ colcarry,
                       const long long* __restrict__ colex, const long long* __restrict__ rowcarry_sq,
                       const long long* __restrict__ colcarry_sq, const long long* __restrict__ colex_sq,
-                      SumT* __restrict__ sum_out, long long* __restrict__ sq_out) {
+                      SumT* __restrict__ sum_out, SqT* __restrict__ sq_out) {
     using G = IntegralTile<C, TW, TH>;
     constexpr int NQ = SQ ? 2 : 1;
     __shared__ __align__(16) unsigned char s_in[TH][G::TWB];
@@ -323,12 +325,12 @@ portcv_integral_tiles(const unsigned char* __restrict__ src, int H, int W, int n
                 sum_out[col + (size_t)(y0 + r + 1) * pitch] = run;
             }
         } else {
-            long long run = s_top[NQ - 1][e];
+            SqT run = (SqT)s_top[NQ - 1][e];
             if (ty == 0) sq_out[col] = 0;
 #pragma unroll 4
             for (int r = 0; r < TH; ++r) {
                 if (y0 + r >= H) break;
-                run += (long long)s_row[NQ - 1][r][lane][k] + s_carry[NQ - 1][r][c];
+                run += (SqT)s_row[NQ - 1][r][lane][k] + (SqT)s_carry[NQ - 1][r][c];
                 sq_out[col + (size_t)(y0 + r + 1) * pitch] = run;
             }
         }

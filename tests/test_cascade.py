@@ -349,21 +349,26 @@ def test_plan_evaluation_and_candidates_backend_equals_numpy(backend):
             assert_same_bits(e, a)
 
 
-def test_static_plan_capacity_overflow_is_redone(monkeypatch, astronaut_gray):
-    """A plan capacity too small for the survivors (JAX's learned static capacity) is detected at
-    the end and redone: the result never changes, and the capacity learned fits the next frame."""
+@pytest.mark.parametrize("bounds", [None, (2, 3, 4, 6)])
+def test_static_plan_capacity_overflow_is_redone(monkeypatch, backend, astronaut_gray, bounds):
+    """Plan capacities too small for the survivors (JAX's learned static capacities), with one
+    level or several (``bounds``: a compaction after stages 3 and 4), are detected at the end
+    and redone: the result never changes, and the capacities learned fit the next frame."""
     from portcv.detect import _detector
 
     det = CascadeDetector(load_cascade(DEFAULT).truncated(6))
     small = astronaut_gray[::2, ::2].copy()
-    ref = det.detect(small, min_neighbors=0)
-    monkeypatch.setattr(_detector, "plan_capacity", lambda b, size, learned: learned if learned else 256)
+    with portcv.using("numpy"):
+        ref = det.detect(small, min_neighbors=0)
+    monkeypatch.setattr(_detector, "plan_capacity", lambda b, size: 256)
+    if bounds is not None:
+        monkeypatch.setattr(_detector, "plan_levels", lambda b, split, n: bounds)
     det2 = CascadeDetector(det.cascade)
     for _ in range(2):
-        out = det2.detect(small, min_neighbors=0)
+        out = det2.detect(portcv.asarray(small), min_neighbors=0)
         assert all(np.array_equal(a, b) for a, b in zip(ref, out))
-    (capacity,) = det2._grids.values()
-    assert capacity > 256
+    (caps,) = det2._grids.values()
+    assert caps[0] > 256 and len(caps) == (1 if bounds is None else len(bounds) - 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -445,6 +450,24 @@ def test_group_rectangles_equals_cv2():
             if thr == 0:
                 continue  # cv2 returns the input without counts
             assert sorted(map(tuple, np.c_[ours, n].tolist())) == expect
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 200), st.sampled_from([0.2, 0.5, 1.0]))
+def test_similar_pairs_equal_all_pairs_checked(seed, n, eps):
+    # The x-sorted pruning in _similar_pairs against SimilarRects applied to every pair.
+    from portcv.detect._group import _similar_pairs
+
+    rng = np.random.default_rng(seed)
+    side = rng.integers(1, 80, n)
+    r = np.stack([rng.integers(0, 150, n), rng.integers(0, 150, n), side, side + rng.integers(0, 4, n)], 1)
+    x, y, w, h = (r[:, k] for k in range(4))
+    delta = eps * (np.minimum(w[:, None], w) + np.minimum(h[:, None], h)) * 0.5
+    similar = ((abs(x[:, None] - x) <= delta) & (abs(y[:, None] - y) <= delta)
+               & (abs(x[:, None] + w[:, None] - x - w) <= delta) & (abs(y[:, None] + h[:, None] - y - h) <= delta))
+    want = {(i, j) for i, j in zip(*np.nonzero(similar)) if i < j}
+    a, b = _similar_pairs(r, eps)
+    assert len(a) == len(want) and set(zip(a.tolist(), b.tolist())) == want
 
 
 # --------------------------------------------------------------------------------------------

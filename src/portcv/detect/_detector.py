@@ -306,14 +306,28 @@ def cascade_arrays(cascade: Cascade, cache: dict) -> tuple:
     return arrays
 
 
-def plan_capacity(b: Any, grid_size: int, learned: int | None) -> int:
-    """Plan capacity: every window on CuPy and NumPy (the count stays on the device; NumPy reads
-    it for free). JAX evaluates every slot of a static shape, so there it is a power of two
-    learned from earlier frames of the same geometry (first ``grid_size / 16``); an overflow is
-    seen at the end (``count == capacity``), counted exactly and redone (``run_scan``)."""
+def plan_capacity(b: Any, grid_size: int) -> int:
+    """First plan capacity: every window on CuPy and NumPy (the count stays on the device; NumPy
+    reads it for free). JAX evaluates every slot of a static shape, so there it starts at a
+    power of two (``grid_size / 16``) and is learned: an overflow is seen at the end (``count
+    == capacity``), counted and redone, and the capacities that fit are kept (``run_scan``)."""
     if b.name == "jax":
-        return learned if learned is not None else next_capacity(grid_size // 16, grid_size)
+        return next_capacity(grid_size // 16, grid_size)
     return grid_size
+
+
+def plan_levels(b: Any, split: int, n_stages: int) -> tuple[int, ...]:
+    """Stage bounds ``(split, ..., S)`` of the later phase: one segment on CuPy and NumPy, whose
+    kernels skip finished windows themselves. JAX evaluates every slot of its static plan in
+    every stage, so there the survivors are compacted again after each segment into a smaller
+    plan (segments of 1 stage up to stage 5, then about a third of the stage index: 10 for a
+    25-stage cascade; most windows leave in the first few stages)."""
+    if b.name != "jax" or split >= n_stages:
+        return (split, n_stages)
+    bounds = [split]
+    while bounds[-1] < n_stages:
+        bounds.append(min(n_stages, bounds[-1] + max(1, bounds[-1] // 3)))
+    return tuple(bounds)
 
 
 def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, max_size: Any, split: int, *,
@@ -324,8 +338,9 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     integral images (3 + 2 casts), stages ``[0, split)`` on every window (1), the skip rule and
     compaction (3), stages ``[split, S)`` on the plan with the count on the device (1), the
     compaction of the survivors and the candidate copy (3 + 1), then one device -> host copy of
-    ``CANDIDATE_LIMIT + 2`` int32. Nothing is read back before the end. ``state`` (per
-    detector) holds the plan capacities learned on JAX.
+    ``CANDIDATE_LIMIT + 2`` int32. Nothing is read back before the end. On JAX the later phase
+    has several levels (``plan_levels``) and their plan counts come back in the same copy;
+    ``state`` (per detector) holds the capacities learned there.
     """
     c = cascade
     height, width = gray.shape
@@ -350,28 +365,57 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     status = evaluate_kernel(sums, sqsums, tilt, windows, *arrays, stage_begin=0, stage_end=split,
                              check_variance=True, **static)
 
-    def later(capacity: int) -> np.ndarray:
-        plan, count = compact_kernel(status, row_end, capacity=capacity)
-        final = plan_evaluate_kernel(sums, sqsums, tilt, windows, plan, count, *arrays, stage_begin=split,
-                                     stage_end=S, check_variance=False, **static)
-        out = to_numpy(candidates_kernel(plan, count, final, limit=CANDIDATE_LIMIT))
+    bounds = plan_levels(b, split, S)
+    levels = len(bounds) - 1
+
+    def later(caps: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Candidates ``[count, n, indices...]`` and each level's plan count, in one copy."""
+        xp = b.xp
+        plan, count = compact_kernel(status, row_end, capacity=caps[0])
+        counts = [count]
+        for k in range(levels):
+            final = plan_evaluate_kernel(sums, sqsums, tilt, windows, plan, count, *arrays, stage_begin=bounds[k],
+                                         stage_end=bounds[k + 1], check_variance=False, **static)
+            if k + 1 < levels:  # the survivors (plan slots) -> the next, smaller plan of windows
+                keep, count = compact_kernel(final, None, capacity=caps[k + 1])
+                plan = xp.take(plan, keep)
+                counts.append(count)
+        out = candidates_kernel(plan, count, final, limit=CANDIDATE_LIMIT)
+        if levels == 1:  # out[0] is the one plan's count
+            out = to_numpy(out)
+            level_counts = out[:1]
+        else:
+            out = to_numpy(xp.concat([out, xp.stack(counts)]))
+            out, level_counts = out[: CANDIDATE_LIMIT + 2], out[CANDIDATE_LIMIT + 2 :]
         if int(out[1]) > CANDIDATE_LIMIT:  # rare: more candidates than the first copy holds
-            out = to_numpy(candidates_kernel(plan, count, final, limit=capacity))
-        return out
+            out = to_numpy(candidates_kernel(plan, count, final, limit=caps[-1]))
+        return out, level_counts
 
     key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, device_key(b))
-    capacity = plan_capacity(b, grid.size, state.get(key))
-    out = later(capacity)
-    if int(out[0]) >= capacity and capacity < grid.size:
-        # The plan may have overflowed its static capacity: count the survivors exactly (the
-        # first-stage statuses are still on the device), redo the later phase with room for
-        # them plus 1/8, and remember that capacity for the next frame of this geometry.
-        _, total = compact_kernel(status, row_end, capacity=grid.size)
-        total = int(to_numpy(total))
-        capacity = next_capacity(total + total // 8 + 1, grid.size)
-        out = later(capacity)
+    learned = state.get(key)
+    if learned is None or len(learned) != levels:
+        first = plan_capacity(b, grid.size)
+        learned = (first,) + tuple(next_capacity(first >> (2 * k), first) for k in range(1, levels))
+    caps = learned
+    while True:
+        out, level_counts = later(caps)
+        # Level k may have overflowed when its count reached its capacity and more windows
+        # could have been there (every window, for the first level; the previous level's plan
+        # after it). Level 0 is counted exactly (its statuses are still on the device); a later
+        # level doubles. Redo with the new capacities, which the next frames keep.
+        full = [k for k in range(levels) if level_counts[k] >= caps[k] and caps[k] < (grid.size if k == 0 else caps[k - 1])]
+        if not full:
+            break
+        k = full[0]
+        if k == 0:
+            _, total = compact_kernel(status, row_end, capacity=grid.size)
+            total = int(to_numpy(total))
+            grown = next_capacity(total + total // 8 + 1, grid.size)
+        else:
+            grown = next_capacity(2 * caps[k], caps[k - 1])
+        caps = caps[:k] + (grown,) + tuple(max(c, 1) for c in caps[k + 1 :])
     if len(state) >= 64:
         state.pop(next(iter(state)))
-    state[key] = capacity
+    state[key] = caps
     n = int(out[1])
     return grid, out[2 : 2 + n].astype(np.int64)

@@ -159,6 +159,51 @@ def difference_kernel(xp: Any, e1: Any, e2: Any, *, beta: int, variant: str) -> 
     return xp.astype(keep, xp.uint8) * 255
 
 
+@difference_kernel.override("jax")
+def _difference_jax(e1: Any, e2: Any, *, beta: int, variant: str) -> Any:
+    return _difference_jax_compiled(beta, variant)(e1, e2)
+
+
+@functools.lru_cache(maxsize=64)
+def _difference_jax_compiled(beta: int, variant: str) -> Any:
+    """JAX: the apron test as two binary dilations instead of window counts.
+
+    ``n1 == 0`` is "no searched E1 edge within beta" and ``n1 == size`` is "no searched E1
+    non-edge within beta": both are box ORs (``_edges.box_or``, separable, False outside the
+    image) of a 0/1 map, run together on two bits of one uint8 map. XLA fuses each pass's
+    shifted ORs into one kernel; the portable version's two cumulative sums of int32 maps are
+    reduce-window scans on a GPU (4x the memory traffic, and slower per byte). Same bits.
+    Optimization barriers keep the two passes and the result in memory: left to itself, XLA
+    fused the vertical pass (and the 0/255 map) into the density's reduction, which then
+    recomputed every tap per cell row (H100, 4K: 2.1 of 4.1 ms of the motion pipeline; 1.5x
+    faster at 1080p and 4K with the barriers, 5 % slower at 640x480).
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from ._edges import box_or
+
+    def run(e1: Any, e2: Any) -> Any:
+        h, w = e1.shape[-2:]
+        listing = variant == "listing"
+        b1, b2 = e1 != 0, e2 != 0
+        bits = jnp.where(b1, jnp.uint8(1), jnp.uint8(2))  # bit 0: an E1 edge, bit 1: an E1 non-edge
+        if listing:  # Listing 6 never searches row 0 or column 0
+            searched = (np.arange(h) >= 1).reshape(h, 1) & (np.arange(w) >= 1).reshape(1, w)
+            bits = jnp.where(jnp.asarray(searched), bits, jnp.uint8(0))
+        r = min(beta, max(h, w) - 1)  # a wider apron covers the same pixels
+        near = lax.optimization_barrier(box_or(jnp, bits, 0, min(r, w - 1)))
+        near = box_or(jnp, near, min(r, h - 1), 0)
+        keep = (b1 != b2) & jnp.where(b2, (near & 1) == 0, (near & 2) == 0)
+        if listing:
+            keep = keep & jnp.asarray(crop_mask(h, LISTING_CROP).reshape(h, 1)) & jnp.asarray(
+                crop_mask(w, LISTING_CROP).reshape(1, w))
+        return lax.optimization_barrier(jnp.where(keep, jnp.uint8(255), jnp.uint8(0)))
+
+    return jax.jit(run)
+
+
 @difference_kernel.override("cupy")
 def _difference_cupy(e1: Any, e2: Any, *, beta: int, variant: str) -> Any:
     import cupy

@@ -16,8 +16,9 @@ difference.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -522,14 +523,18 @@ class MotionDetector:
 
     def edges(self, frame: Any) -> Any:
         """The edge map of one ``(H, W)`` gray or ``(H, W, 3)`` RGB frame, with this detector's parameters."""
+        img, rgb = self._frame(frame)
+        return _edges(_gray(img, rgb), self.t_low, self.t_high, self.alpha, self.ksize, self.sigma, self.variant)
+
+    @staticmethod
+    def _frame(frame: Any) -> tuple[Any, bool]:
+        """The validated frame and whether it is RGB."""
         img = _validate.image(frame, "frame")
         if img.ndim == 3 and img.shape[-1] == 3:
-            rgb = True
-        elif img.ndim == 2:
-            rgb = False
-        else:
-            raise ValueError(f"frame must be (H, W) gray or (H, W, 3) RGB, got shape {tuple(img.shape)}")
-        return _edges(_gray(img, rgb), self.t_low, self.t_high, self.alpha, self.ksize, self.sigma, self.variant)
+            return img, True
+        if img.ndim == 2:
+            return img, False
+        raise ValueError(f"frame must be (H, W) gray or (H, W, 3) RGB, got shape {tuple(img.shape)}")
 
     def update(self, frame: Any) -> MotionResult | None:
         """Add a frame; return the motion between it and the previous one (None for the first).
@@ -545,15 +550,19 @@ class MotionDetector:
             ``regions`` (rows, cols) bool, ``density`` (rows, cols) int32, ``difference`` and
             ``edges`` (H, W) uint8, on the active backend.
         """
-        edges = self.edges(frame)
-        shape = tuple(edges.shape)
+        img, rgb = self._frame(frame)
+        shape = tuple(img.shape[:2])
         if self._previous is not None and shape != self._shape:
-            raise ValueError(f"frame has shape {shape[:2]}, but this stream's frames are {self._shape}; call reset()")
-        previous, self._previous, self._shape = self._previous, edges, shape
-        if previous is None:
+            raise ValueError(f"frame has shape {shape}, but this stream's frames are {self._shape}; call reset()")
+        if self._previous is None:
             _grid(self.grid, *shape)  # fail on the first frame, not the second
+            self._previous, self._shape = self.edges(img), shape
             return None
-        return _motion_from_edges(previous, edges, shape, self.beta, self.grid, self.gamma, self.variant)
+        params = (rgb, self.t_low, self.t_high, self.alpha, self.ksize, self.sigma, self.variant, self.beta,
+                  self.grid, self.gamma)
+        result = _run_chain(self._previous, img, params)
+        self._previous = result.edges
+        return result
 
 
 def _motion_from_edges(e1: Any, e2: Any, shape: tuple, beta: int, grid: Any, gamma: float, variant: str) -> MotionResult:
@@ -561,6 +570,38 @@ def _motion_from_edges(e1: Any, e2: Any, shape: tuple, beta: int, grid: Any, gam
     counts = density(d, grid=grid, variant=variant)
     cells = regions(counts, shape=shape, gamma=gamma, variant=variant)
     return MotionResult(cells, counts, d, e2)
+
+
+def _chain(previous: Any, frames: Any, params: tuple) -> tuple:
+    """Edges of ``frames``, then the motion of each pair: ``(previous[t], edges[t])`` for a frame
+    (batch) after ``previous``, or consecutive frames of a video when ``previous`` is None.
+    Returns the MotionResult fields. ``params``: validated, hashable (static under jit)."""
+    rgb, t_low, t_high, alpha, ksize, sigma, variant, beta, grid, gamma = params
+    edges = _edges(_gray(frames, rgb), t_low, t_high, alpha, ksize, sigma, variant)
+    if previous is None:
+        previous, edges = edges[:-1], edges[1:]
+    return tuple(_motion_from_edges(previous, edges, tuple(edges.shape[-2:]), beta, grid, gamma, variant))
+
+
+@functools.lru_cache(maxsize=32)
+def _whole_chain(backend_name: str, params: tuple) -> Callable:
+    """:func:`_chain` compiled as one program (JAX). Each step is already a compiled kernel;
+    jitting the chain as a whole lets XLA drop the intermediate arrays between the steps'
+    programs and dispatches once per call (DESIGN.md: jit whole pipelines)."""
+    return backend().jit(functools.partial(_chain, params=params))
+
+
+def _run_chain(previous: Any, frames: Any, params: tuple) -> MotionResult:
+    """:func:`_chain` on the active backend: one compiled program on JAX, step by step elsewhere."""
+    b = backend()
+    if b.name == "jax":
+        try:
+            run = _whole_chain(b.name, params)
+        except TypeError:  # an unhashable parameter (an array threshold): step by step
+            run = None
+        if run is not None:
+            return MotionResult(*run(previous, frames))
+    return MotionResult(*_chain(previous, frames, params))
 
 
 def detect_motion(
@@ -614,5 +655,5 @@ def detect_motion(
     h, w = frames.shape[1:3]
     _grid(grid, h, w)
     variant = _variant(variant)
-    edges = _edges(_gray(frames, rgb), t_low, t_high, alpha, ksize, sigma, variant)
-    return _motion_from_edges(edges[:-1], edges[1:], (h, w), beta, grid, gamma, variant)
+    cells = _grid(grid, h, w)
+    return _run_chain(None, frames, (rgb, t_low, t_high, alpha, ksize, sigma, variant, beta, cells, gamma))

@@ -4,7 +4,8 @@ this module at its end, which registers the overrides.
 
 Window evaluation: one thread per window, ``STAGES_BLOCK`` threads per block, a 1-D grid of
 ``ceil(K / STAGES_BLOCK)`` blocks; every scale of the packed pyramid is covered by one launch
-(the thesis, section 3.1). The cascade's arrays are read straight from global memory through
+(the thesis, section 3.1). On a plan, the stages from ``DEEP_STAGE`` on run on the windows
+still alive with ``DEEP_LANES`` threads per window (a resident grid looping over them). The cascade's arrays are read straight from global memory through
 the read-only cache: the threads of a warp read the same node at the same time (a broadcast),
 so staging them in shared memory would buy little. Depth-first evaluation is one launch with
 stages ``[0, S)``; breadth-first is ``[0, split)`` over every window, ``cascade_compact``, then
@@ -161,7 +162,7 @@ def launch_stages(sums: Any, sqsums: Any, tilt: Any, windows: Any, arrays: dict[
     items = (sel.shape[0] if use_sel else n) * lanes
     blocks = (items + STAGES_BLOCK - 1) // STAGES_BLOCK
     if lanes > 1:  # a resident grid loops over the windows (count is on the device)
-        blocks = max(1, min(blocks, resident_blocks(cupy, STAGES_BLOCK)))
+        blocks = max(1, min(blocks, resident_blocks(STAGES_BLOCK)))
     grid, block = (blocks,), (STAGES_BLOCK,)
     sel_arg = cupy.ascontiguousarray(sel) if use_sel else win  # not read without use_sel
     head = (np.int32(s.shape[1]), win, np.int32(n), cnt, np.int32(use_count), idx, np.int32(use_plan),
@@ -190,10 +191,11 @@ def _evaluate_cupy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any
                          stage_end=stage_end, check_variance=check_variance)
 
 
-def resident_blocks(cupy: Any, block: int) -> int:
+def resident_blocks(block: int) -> int:
     """Blocks of ``block`` threads that fill the current device once (2,048 threads per SM)."""
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    return sms * max(1, 2048 // block)
+    from .backends.cupy import sm_count
+
+    return sm_count() * max(1, 2048 // block)
 
 
 @plan_evaluate_kernel.override("cupy")

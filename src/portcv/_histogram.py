@@ -125,18 +125,11 @@ def _histogram_jax(img: Any, *, bins: int, has_channels: bool) -> Any:
     return _histogram_jax_compiled(bins, has_channels)(img)
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(device_id: int) -> int:
-    import cupy
-
-    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
-
-
 @histogram_kernel.override("cupy")
 def _histogram_cupy(img: Any, *, bins: int, has_channels: bool) -> Any:
     import cupy
 
-    from .backends.cupy import cuda_function, current_device_id
+    from .backends.cupy import cuda_function, sm_count
 
     lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
     if channels > 4:  # the kernel's shared memory holds 4 channels
@@ -147,7 +140,7 @@ def _histogram_cupy(img: Any, *, bins: int, has_channels: bool) -> Any:
     hist = cupy.zeros((frames, channels, bins), dtype=cupy.int64)
     fn = cuda_function("histogram.cu", f"portcv_histogram<{channels}>")
     # At least 8 uint4 vectors per thread (256 threads), and about 4 blocks per SM in all.
-    per_frame = max(1, min(-(-(frame_bytes // 16) // (256 * 8)), (4 * _sm_count(current_device_id())) // frames))
+    per_frame = max(1, min(-(-(frame_bytes // 16) // (256 * 8)), (4 * sm_count()) // frames))
     src = img.reshape(frames, frame_bytes)
     shift = 8 - (bins.bit_length() - 1)
     for start in range(0, frames, 65535):  # gridDim.y limit

@@ -115,6 +115,18 @@ def device_constant(values: tuple, dtype: str = "int32") -> Any:
     return _constant_cache(values, dtype, current_device_id())
 
 
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_id: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
+
+
+def sm_count() -> int:
+    """Streaming multiprocessors of the current device (queried once per device)."""
+    return _sm_count(current_device_id())
+
+
 def launch_1d(n_threads: int, block: int = 256) -> tuple[tuple[int], tuple[int]]:
     """Grid and block for ``n_threads`` threads in a grid-stride kernel."""
     grid = max(1, min((n_threads + block - 1) // block, 65535 * 8))

@@ -3,9 +3,11 @@
 // portcv.backends.cupy with --std=c++17 --fmad=false; portcv/_cascade.py holds the portable
 // version (the reference) and portcv/_cascade_cuda.py the launchers.
 //
-// portcv_cascade_stages_haar / portcv_cascade_stages_lbp: one thread per window; the window
-// is a flat offset y * stride + x of its top-left corner in the integral images of the packed
-// pyramid (all scales in one image, so one launch covers every scale: the thesis, section 3.1).
+// portcv_cascade_stages_haar / portcv_cascade_stages_lbp: LANES threads per window (1 for the
+// first stages over every window; 32 for the deep stages, each lane walking every 32nd tree of
+// a stage, the group summing the int64 fixed-point leaves); the window is a flat offset
+// y * stride + x of its top-left corner in the integral images of the packed pyramid (all
+// scales in one image, so one launch covers every scale: the thesis, section 3.1).
 // Stages [stage_begin, stage_end) run one after the other; status = 1 when all pass, -s when
 // stage s rejects (0 for stage 0), -1 for the variance reject. Depth-first detection is one
 // launch with [0, S) over all grid windows; breadth-first runs [0, split) over all windows,

@@ -193,7 +193,7 @@ class CascadeDetector:
                 f"{c.n_trees} trees>")
 
     def detect(self, image: Any, *, scale_factor: float = 1.1, min_neighbors: int = 3, min_size: Any = (0, 0),
-               max_size: Any = None, split_stage: int = 2, raw: bool = False,
+               max_size: Any = None, split_stage: Any = None, raw: bool = False,
                channel_axis: Any = "auto") -> Any:
         """Detect objects at every scale, as ``cv2.CascadeClassifier.detectMultiScale2``.
 
@@ -211,9 +211,10 @@ class CascadeDetector:
             Smallest / largest object ``(width, height)``; ``max_size=None`` (or a 0 in it) means
             the image size (``minSize``, ``maxSize``). A ``min_size`` larger than the image gives
             no detections, not an error (as cv2).
-        split_stage : int
+        split_stage : int or None
             Stages ``[0, split_stage)`` run breadth-first on every window of every scale; the
             visited survivors are compacted and stages ``[split_stage, S)`` run on that plan.
+            None (default): the backend's measured best (2 on CuPy and NumPy, 1 on JAX).
             Any value gives the same result; it only moves work.
         raw : bool
             Return the candidates before grouping (as ``min_neighbors=0``).

@@ -28,6 +28,10 @@ SKIMAGE_LBP_NAME = "lbpcascade_frontalface_opencv.xml"
 MAX_SCALE_FACTOR = 10.0
 #: Smallest plan capacity on backends that compile per shape (JAX): capacities are powers of two.
 MIN_CAPACITY = 256
+#: split_stage=None: stages run on every window before the first compaction, per backend (by
+#: measurement, tools/cascade_schedule.py on the H100: CuPy's stage kernel skips finished
+#: windows, so 2 costs little there; JAX evaluates every slot, so it compacts after stage 0).
+DEFAULT_SPLIT = {"cupy": 2, "numpy": 2, "jax": 1}
 
 
 def resolve_cascade_path(path_or_name: Any) -> str:
@@ -155,7 +159,10 @@ def check_params(scale_factor: Any, min_neighbors: Any, min_size: Any, max_size:
     mn = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
     mins = check_size_pair(min_size, "min_size", allow_none=False)
     maxs = check_size_pair(max_size, "max_size", allow_none=True)
-    split = _validate.integer(split_stage, "split_stage", low=1, high=max(1, n_stages))
+    if split_stage is None:
+        split = min(DEFAULT_SPLIT.get(backend().name, 2), max(1, n_stages))
+    else:
+        split = _validate.integer(split_stage, "split_stage", low=1, high=max(1, n_stages))
     return sf, mn, mins, maxs, split
 
 
@@ -180,9 +187,15 @@ def to_gray(img: Any, channel_axis: Any) -> tuple[Any, bool]:
 
 
 def next_capacity(count: int, limit: int) -> int:
+    """The smallest capacity >= ``count`` of the form ``m * 2^k`` with 8 <= m < 16 (at least
+    MIN_CAPACITY, at most ``limit``): 8 steps per octave waste at most 1/8 of a plan, and a
+    frame geometry still meets only a few capacities (each a JAX compilation)."""
     cap = MIN_CAPACITY
     while cap < count:
         cap *= 2
+    if cap > MIN_CAPACITY:
+        step = cap // 16
+        cap = -(-count // step) * step
     return max(1, min(cap, limit))
 
 
@@ -308,11 +321,11 @@ def cascade_arrays(cascade: Cascade, cache: dict) -> tuple:
 
 def plan_capacity(b: Any, grid_size: int) -> int:
     """First plan capacity: every window on CuPy and NumPy (the count stays on the device; NumPy
-    reads it for free). JAX evaluates every slot of a static shape, so there it starts at a
-    power of two (``grid_size / 16``) and is learned: an overflow is seen at the end (``count
-    == capacity``), counted and redone, and the capacities that fit are kept (``run_scan``)."""
+    reads it for free). JAX evaluates every slot of a static shape, so there it starts at half
+    the windows (rarely too few: an overflow is seen at the end, counted and redone) and is
+    learned from the counts (``run_scan``)."""
     if b.name == "jax":
-        return next_capacity(grid_size // 16, grid_size)
+        return next_capacity(grid_size // 2, grid_size)
     return grid_size
 
 
@@ -320,14 +333,31 @@ def plan_levels(b: Any, split: int, n_stages: int) -> tuple[int, ...]:
     """Stage bounds ``(split, ..., S)`` of the later phase: one segment on CuPy and NumPy, whose
     kernels skip finished windows themselves. JAX evaluates every slot of its static plan in
     every stage, so there the survivors are compacted again after each segment into a smaller
-    plan (segments of 1 stage up to stage 5, then about a third of the stage index: 10 for a
-    25-stage cascade; most windows leave in the first few stages)."""
+    plan; each segment ends about 1.5 times further than it starts (1, 2, 3, 5, 8, 12, 18, 25:
+    most windows leave in the first few stages, and each level is a compilation)."""
     if b.name != "jax" or split >= n_stages:
         return (split, n_stages)
     bounds = [split]
     while bounds[-1] < n_stages:
-        bounds.append(min(n_stages, bounds[-1] + max(1, bounds[-1] // 3)))
+        bounds.append(min(n_stages, max(bounds[-1] + 1, (3 * bounds[-1] + 1) // 2)))
     return tuple(bounds)
+
+
+def level_step(b: Any, bounds: tuple[int, ...], static: dict) -> Any:
+    """One level of the later phase, compiled as one program with ``b.jit`` (one dispatch per
+    level on JAX): stages ``[bounds[k], bounds[k+1])`` on the plan, then (given ``capacity``)
+    the survivors compacted into the next plan ``(plan, count)``; without it, the statuses."""
+
+    def step(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any, *arrays: Any, k: int,
+             capacity: int | None) -> Any:
+        status = plan_evaluate_kernel(sums, sqsums, tilt, windows, plan, count, *arrays, stage_begin=bounds[k],
+                                      stage_end=bounds[k + 1], check_variance=False, **static)
+        if capacity is None:
+            return status
+        keep, n = compact_kernel(status, None, capacity=capacity)  # the surviving slots, in order
+        return b.xp.take(plan, keep), n
+
+    return b.jit(step, static_argnames=("k", "capacity"))
 
 
 def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, max_size: Any, split: int, *,
@@ -368,18 +398,23 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     bounds = plan_levels(b, split, S)
     levels = len(bounds) - 1
 
+    step_key = ("level_step", bounds, device_key(b))
+    step = device_cache.get(step_key)
+    if step is None:
+        step = device_cache[step_key] = level_step(b, bounds, static)
+
     def later(caps: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """Candidates ``[count, n, indices...]`` and each level's plan count, in one copy."""
         xp = b.xp
         plan, count = compact_kernel(status, row_end, capacity=caps[0])
         counts = [count]
         for k in range(levels):
-            final = plan_evaluate_kernel(sums, sqsums, tilt, windows, plan, count, *arrays, stage_begin=bounds[k],
-                                         stage_end=bounds[k + 1], check_variance=False, **static)
-            if k + 1 < levels:  # the survivors (plan slots) -> the next, smaller plan of windows
-                keep, count = compact_kernel(final, None, capacity=caps[k + 1])
-                plan = xp.take(plan, keep)
+            if k + 1 < levels:
+                plan_and_count = step(sums, sqsums, tilt, windows, plan, count, *arrays, k=k, capacity=caps[k + 1])
+                plan, count = plan_and_count
                 counts.append(count)
+            else:
+                final = step(sums, sqsums, tilt, windows, plan, count, *arrays, k=k, capacity=None)
         out = candidates_kernel(plan, count, final, limit=CANDIDATE_LIMIT)
         if levels == 1:  # out[0] is the one plan's count
             out = to_numpy(out)
@@ -392,17 +427,16 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
         return out, level_counts
 
     key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, device_key(b))
-    learned = state.get(key)
-    if learned is None or len(learned) != levels:
-        first = plan_capacity(b, grid.size)
-        learned = (first,) + tuple(next_capacity(first >> (2 * k), first) for k in range(1, levels))
-    caps = learned
+    caps = state.get(key)
+    if caps is None or len(caps) != levels:
+        caps = (plan_capacity(b, grid.size),) * levels  # a later level holds at most its predecessor's plan
     while True:
         out, level_counts = later(caps)
         # Level k may have overflowed when its count reached its capacity and more windows
         # could have been there (every window, for the first level; the previous level's plan
-        # after it). Level 0 is counted exactly (its statuses are still on the device); a later
-        # level doubles. Redo with the new capacities, which the next frames keep.
+        # after it). Level 0 is counted exactly (its statuses are still on the device), a later
+        # level gets its predecessor's capacity, and so does every level after it: the redo
+        # cannot overflow after level k.
         full = [k for k in range(levels) if level_counts[k] >= caps[k] and caps[k] < (grid.size if k == 0 else caps[k - 1])]
         if not full:
             break
@@ -412,8 +446,14 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
             total = int(to_numpy(total))
             grown = next_capacity(total + total // 8 + 1, grid.size)
         else:
-            grown = next_capacity(2 * caps[k], caps[k - 1])
-        caps = caps[:k] + (grown,) + tuple(max(c, 1) for c in caps[k + 1 :])
+            grown = caps[k - 1]
+        caps = caps[:k] + (grown,) * (levels - k)
+    if b.name == "jax":
+        # The next frame of this geometry: a level's capacity shrinks to its count plus a
+        # quarter when that is under half of it (hysteresis: each new capacity is a JAX
+        # compilation). CuPy and NumPy keep room for every window (no redo ever).
+        caps = tuple(next_capacity(int(n) + int(n) // 4 + 1, cap) if 2 * int(n) < cap else cap
+                     for n, cap in zip(level_counts, caps))
     if len(state) >= 64:
         state.pop(next(iter(state)))
     state[key] = caps

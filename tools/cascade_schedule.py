@@ -20,7 +20,7 @@ packed in one image, one integral image), each giving the same candidates and gr
 Frames: gray scenes of 640x480, 1280x960 and 1920x1080 made from scikit-image's astronaut
 (tiled, mirrored, with faces pasted at three sizes; deterministic). Times: the median of
 ``--repeat`` runs after a warm-up, synchronized wall time (what a caller waits) and, on CuPy,
-the GPU span between CUDA events. JAX (``detect``, split 2) and cv2 (``detectMultiScale2``) are
+the GPU span between CUDA events. JAX (``detect``, its default split 1) and cv2 (``detectMultiScale2``) are
 references. Every variant's grouped boxes are checked against (b) with split 2 and against cv2.
 
 Run it on the CUDA machine (under 90 s with the defaults). Without CuPy the GPU variants are
@@ -53,6 +53,7 @@ from portcv._cascade import (
 from portcv.detect import GROUP_EPS, CascadeDetector
 from portcv.detect._detector import (
     CANDIDATE_LIMIT,
+    DEFAULT_SPLIT,
     candidates_to_rects,
     cascade_arrays,
     clip_rects,
@@ -166,8 +167,8 @@ def depth_first(scan: Scan, gray: Any) -> tuple[np.ndarray, np.ndarray]:
     return scan.finish(idx)
 
 
-def breadth_first(scan: Scan, gray: Any, split: int) -> tuple[np.ndarray, np.ndarray]:
-    """(b) The library's path."""
+def breadth_first(scan: Scan, gray: Any, split: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(b) The library's path (``split`` None: the backend's default)."""
     p = scan.params
     return scan.det.detect(gray, scale_factor=p["scale_factor"], min_neighbors=p["min_neighbors"],
                            min_size=p["min_size"], split_stage=split)
@@ -257,6 +258,30 @@ def print_phases(size: str, scan: Scan, gray: Any, split: int, repeat: int = 20)
         print(f"  {name:40s} {statistics.median(v):8.3f} ms")
 
 
+def video_rows(size: str, det: CascadeDetector, gray_host: np.ndarray, params: dict, n: int, backends: list[str],
+               reference: list | None) -> list[dict]:
+    """``detect_video`` over ``n`` host frames (the scene shifted by t pixels: every frame
+    differs) on CuPy (streams on and off) and JAX; the rate is its ``statistics()['throughput']``
+    after one warm-up pass, and frame 0's boxes are checked against (b)."""
+    from portcv.detect import detect_video
+
+    frames = [np.ascontiguousarray(np.roll(gray_host, t, axis=1)) for t in range(n)]
+    runs = [("cupy", True), ("cupy", False)] if "cupy" in backends else []
+    runs += [("jax", False)] if "jax" in backends else []
+    out = []
+    for backend, streams in runs:
+        with portcv.using(backend):
+            for _ in range(2):  # the second pass is timed (the first compiles / learns capacities)
+                run = detect_video(det, frames, streams=streams, **params)
+                results = list(run)
+            r = row(size, f"detect_video ({'streams' if streams else 'sequential'})", backend, None,
+                    1e3 / run.statistics()["throughput"], None, len(results[0][1]))
+            r["fps"] = round(run.statistics()["throughput"], 1)
+            r["same_boxes"] = None if reference is None else boxes_key(results[0][1:]) == reference
+            out.append(r)
+    return out
+
+
 def plan_counts(scan: Scan, gray: Any, splits: list[int]) -> dict[int, int]:
     """Windows left in the plan after the skip rule and stages [0, s) (not timed)."""
     (s, q, t), windows, row_end, arrays = scan.device(gray)
@@ -308,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
                          "for each k in this list (k >= the stage count: one thread per window throughout)")
     ap.add_argument("--lanes", default="32", help="threads per window for --deep (powers of two up to 32)")
     ap.add_argument("--phases", action="store_true", help="CuPy: print the GPU time of each step of (b) s=2")
+    ap.add_argument("--video", type=int, default=0,
+                    help="also run detect_video over this many host frames per size (CuPy with and without "
+                         "streams, JAX) and report frames per second")
     ap.add_argument("--json", help="write the rows as JSON to this file")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
@@ -395,12 +423,15 @@ def main(argv: list[str] | None = None) -> int:
         if "jax" in backends:
             with portcv.using("jax"):
                 gray = portcv.asarray(gray_host)
-                res, wall, _ = timed(lambda: breadth_first(scan, gray, 2), max(1, min(args.repeat, 3)), False)
+                breadth_first(scan, gray, None)  # learns the plan capacities (and compiles them)
+                res, wall, _ = timed(lambda: breadth_first(scan, gray, None), max(1, min(args.repeat, 3)), False)
                 key = boxes_key(res)
-                r = row(size, "JAX detect", "jax", 2, wall, None, len(key))
+                r = row(size, "JAX detect", "jax", DEFAULT_SPLIT["jax"], wall, None, len(key))
                 r["same_boxes"] = None if reference is None else key == reference
                 r["equal_cv2"] = None if cv2_key is None else key == cv2_key
                 rows.append(r)
+        if args.video:
+            rows.extend(video_rows(size, det, gray_host, params, args.video, backends, reference))
         for r in rows:
             if r["size"] == size:
                 r["windows"] = scan.grid.size if scan.grid is not None else 0

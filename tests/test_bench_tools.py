@@ -209,6 +209,27 @@ def test_benchmark_report_tables_and_plots(tmp_path):
         assert "(img/speedup_vs_pixels.png)" in text
 
 
+def test_benchmark_report_merges_partial_runs(tmp_path):
+    """A newer run that measured only some benchmarks (a GPU run cut to fit its budget) replaces
+    those values and keeps the older commit's for the rest; --commit reads one commit only."""
+    report = _tool("benchmark_report")
+    results = tmp_path / "results"
+    old = [0.010, 0.040, 0.160] + [0.001] * 12
+    _write_results(results, "h100", "aaaaaaaa11111111", {"bench_a.A.time_a": old, "bench_b.B.time_b": old}, {})
+    data = json.loads((results / "h100" / "aaaaaaaa-existing-py.json").read_text())
+    newer = [None] * 6 + [0.0005, 0.0005, 0.0005] + [None] * 6  # cupy only, bench_b only
+    data.update(commit_hash="bbbbbbbb22222222", date=data["date"] + 1,
+                results={"bench_b.B.time_b": [newer, [BACKENDS, SIZES], "v", 0, 1.0]})
+    (results / "h100" / "bbbbbbbb-existing-py.json").write_text(json.dumps(data))
+    (run,) = report.load_runs(results)
+    assert run.commits == ["aaaaaaaa11111111", "bbbbbbbb22222222"] and run.commit == "bbbbbbbb22222222"
+    assert run.values["bench_b.B.time_b"][1][("cupy", "640x480")] == 0.0005  # the newer value
+    assert run.values["bench_b.B.time_b"][1][("numpy", "640x480")] == 0.010  # kept from the older run
+    assert run.values["bench_a.A.time_a"][1][("cupy", "640x480")] == 0.001
+    (only,) = report.load_runs(results, commit="aaaaaaaa")
+    assert only.commits == ["aaaaaaaa11111111"] and only.values["bench_b.B.time_b"][1][("cupy", "640x480")] == 0.001
+
+
 def test_benchmark_report_without_markers_appends_a_section(tmp_path):
     report = _tool("benchmark_report")
     results = tmp_path / "results"

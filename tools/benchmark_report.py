@@ -54,6 +54,8 @@ class Run:
     date: int
     #: benchmark name -> (param names, {param tuple: value})
     values: dict[str, tuple[list[str], dict[tuple[str, ...], float]]] = field(default_factory=dict)
+    #: every commit whose results were merged, oldest first
+    commits: list[str] = field(default_factory=list)
 
 
 def _unquote(v: str) -> str:
@@ -65,7 +67,9 @@ def _finite(v) -> bool:
 
 
 def load_runs(results_dir: Path, commit: str | None = None, machines: list[str] | None = None) -> list[Run]:
-    """Each machine's newest commit (or ``commit``), from asv's results JSON (format version 2)."""
+    """Each machine's results (of ``commit`` only, when given), from asv's results JSON (format
+    version 2): per benchmark and parameters, the value of the newest commit that measured it
+    (a GPU run may cover only some benchmarks)."""
     try:
         with open(results_dir / "benchmarks.json") as f:
             benchmarks = json.load(f)
@@ -91,9 +95,14 @@ def load_runs(results_dir: Path, commit: str | None = None, machines: list[str] 
             files.append(data)
         if not files:
             continue
-        newest = max(files, key=lambda d: d.get("date") or 0)["commit_hash"]
-        run = Run(machine, info, newest, max(d.get("date") or 0 for d in files))
-        for data in (d for d in files if d["commit_hash"] == newest):
+        # Oldest first: a value measured again at a newer commit replaces the older one, and
+        # what a newer (partial) run did not measure keeps its latest earlier value.
+        files.sort(key=lambda d: d.get("date") or 0)
+        newest = files[-1]["commit_hash"]
+        run = Run(machine, info, newest, files[-1].get("date") or 0)
+        for data in files:
+            if data["commit_hash"] not in run.commits:
+                run.commits.append(data["commit_hash"])
             columns = data["result_columns"]
             for name, row in data["results"].items():
                 entry = dict(zip(columns, row))
@@ -226,8 +235,11 @@ def report_markdown(runs: list[Run], gpu_bench: dict | None, gpu_machine: str, i
         desc = ", ".join(filter(None, [info.get("cpu"), f"{info['num_cpu']} CPUs" if info.get("num_cpu") else "",
                                        info.get("os")]))
         copy_gbs = gpu_bench.get("copy_GBps") if gpu_bench and run.machine == gpu_machine else None
-        out += [f"### Machine `{run.machine}`", "",
-                f"{desc}; commit `{run.commit[:8]}`." if desc else f"Commit `{run.commit[:8]}`.", ""]
+        commits = ", ".join(f"`{c[:8]}`" for c in (run.commits or [run.commit]))
+        which = (f"commits {commits} (each value from the newest that measured it)" if len(run.commits) > 1
+                 else f"commit {commits}")
+        out += [f"### Machine `{run.machine}`", "", f"{desc}; {which}." if desc else f"{which[0].upper()}{which[1:]}.",
+                ""]
         table = speed_table(run)
         if table:
             out += ["Median time of one synchronized call; in brackets the speedup over NumPy on the same "

@@ -349,6 +349,29 @@ def test_plan_evaluation_and_candidates_backend_equals_numpy(backend):
             assert_same_bits(e, a)
 
 
+def test_next_capacity_steps_and_limits():
+    from portcv.detect._detector import MIN_CAPACITY, next_capacity
+
+    assert next_capacity(0, 10**6) == MIN_CAPACITY and next_capacity(5, 100) == 100  # floor, then limit
+    for count in (257, 300, 511, 512, 513, 582_227, 10**6):
+        cap = next_capacity(count, 2**31)
+        top = 1 << (cap - 1).bit_length()  # the power of two at or above cap
+        assert count <= cap and cap % (top // 16) == 0  # m * 2^k with 8 <= m <= 16
+        assert cap - count < top // 16  # the smallest such capacity: waste under one step (1/8)
+
+
+def test_plan_levels_per_backend():
+    from portcv.detect._detector import plan_levels
+
+    class B:
+        def __init__(self, name):
+            self.name = name
+
+    assert plan_levels(B("cupy"), 2, 25) == (2, 25) and plan_levels(B("numpy"), 1, 25) == (1, 25)
+    assert plan_levels(B("jax"), 1, 25) == (1, 2, 3, 5, 8, 12, 18, 25)
+    assert plan_levels(B("jax"), 25, 25) == (25, 25) and plan_levels(B("jax"), 4, 5) == (4, 5)
+
+
 @pytest.mark.parametrize("bounds", [None, (2, 3, 4, 6)])
 def test_static_plan_capacity_overflow_is_redone(monkeypatch, backend, astronaut_gray, bounds):
     """Plan capacities too small for the survivors (JAX's learned static capacities), with one

@@ -5,9 +5,10 @@ this module at its end, which registers the overrides.
 Window evaluation: one thread per window, ``STAGES_BLOCK`` threads per block, a 1-D grid of
 ``ceil(K / STAGES_BLOCK)`` blocks; every scale of the packed pyramid is covered by one launch
 (the thesis, section 3.1). On a plan, the stages from ``DEEP_STAGE`` on run on the windows
-still alive with ``DEEP_LANES`` threads per window (a resident grid looping over them). The cascade's arrays are read straight from global memory through
-the read-only cache: the threads of a warp read the same node at the same time (a broadcast),
-so staging them in shared memory would buy little. Depth-first evaluation is one launch with
+still alive with ``DEEP_LANES`` threads per window (a resident grid looping over them). The
+cascade's arrays are read straight from global memory through the read-only cache: the threads
+of a warp read the same node at the same time (a broadcast), so staging them in shared memory
+would buy little. Depth-first evaluation is one launch with
 stages ``[0, S)``; breadth-first is ``[0, split)`` over every window, ``cascade_compact``, then
 ``[split, S)`` on the plan. With ``count`` (a 0-d int32 device array: a plan's length, never
 copied to the host) only the first ``count`` windows are evaluated and the rest get status 0.

@@ -32,6 +32,7 @@ from ._motion import (
     difference_kernel,
     draw_regions_kernel,
 )
+from . import backends
 from .backends import backend
 
 __all__ = [
@@ -585,10 +586,11 @@ def _chain(previous: Any, frames: Any, params: tuple) -> tuple:
 
 @functools.lru_cache(maxsize=32)
 def _whole_chain(backend_name: str, params: tuple) -> Callable:
-    """:func:`_chain` compiled as one program (JAX). Each step is already a compiled kernel;
-    jitting the chain as a whole lets XLA drop the intermediate arrays between the steps'
-    programs and dispatches once per call (DESIGN.md: jit whole pipelines)."""
-    return backend().jit(functools.partial(_chain, params=params))
+    """:func:`_chain` compiled as one program with backend ``backend_name``'s jit (JAX). Each
+    step is already a compiled kernel; jitting the chain as a whole lets XLA drop the
+    intermediate arrays between the steps' programs and dispatches once per call (DESIGN.md:
+    jit whole pipelines)."""
+    return backends.get(backend_name).jit(functools.partial(_chain, params=params))
 
 
 def _run_chain(previous: Any, frames: Any, params: tuple) -> MotionResult:
@@ -653,7 +655,6 @@ def detect_motion(
     if frames.shape[0] < 2:
         raise ValueError(f"video needs at least 2 frames, got {frames.shape[0]}")
     h, w = frames.shape[1:3]
-    _grid(grid, h, w)
-    variant = _variant(variant)
     cells = _grid(grid, h, w)
+    variant = _variant(variant)
     return _run_chain(None, frames, (rgb, t_low, t_high, alpha, ksize, sigma, variant, beta, cells, gamma))

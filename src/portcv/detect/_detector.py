@@ -26,7 +26,7 @@ from ._xml import Cascade, read_cascade
 SKIMAGE_LBP_NAME = "lbpcascade_frontalface_opencv.xml"
 #: Largest ``scale_factor`` accepted.
 MAX_SCALE_FACTOR = 10.0
-#: Smallest plan capacity on backends that compile per shape (JAX): capacities are powers of two.
+#: Smallest plan capacity on backends that compile per shape (JAX); see next_capacity.
 MIN_CAPACITY = 256
 #: split_stage=None: stages run on every window before the first compaction, per backend (by
 #: measurement, tools/cascade_schedule.py on the H100: CuPy's stage kernel skips finished
@@ -365,9 +365,10 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     """One gray frame through the whole scan: ``(grid, candidate window indices)`` or ``None``.
 
     Launches (CuPy, a Haar cascade without tilted features): the pyramid gather (1), the
-    integral images (3 + 2 casts), stages ``[0, split)`` on every window (1), the skip rule and
-    compaction (3), stages ``[split, S)`` on the plan with the count on the device (1), the
-    compaction of the survivors and the candidate copy (3 + 1), then one device -> host copy of
+    integral images (3), stages ``[0, split)`` on every window (1), the skip rule and
+    compaction (3), stages ``[split, S)`` on the plan with the count on the device (1, or 5 with
+    the deep stages: ``_cascade_cuda``), the compaction of the survivors and the candidate copy
+    (3 + 1), then one device -> host copy of
     ``CANDIDATE_LIMIT + 2`` int32. Nothing is read back before the end. On JAX the later phase
     has several levels (``plan_levels``) and their plan counts come back in the same copy;
     ``state`` (per detector) holds the capacities learned there.
@@ -408,13 +409,10 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
         xp = b.xp
         plan, count = compact_kernel(status, row_end, capacity=caps[0])
         counts = [count]
-        for k in range(levels):
-            if k + 1 < levels:
-                plan_and_count = step(sums, sqsums, tilt, windows, plan, count, *arrays, k=k, capacity=caps[k + 1])
-                plan, count = plan_and_count
-                counts.append(count)
-            else:
-                final = step(sums, sqsums, tilt, windows, plan, count, *arrays, k=k, capacity=None)
+        for k in range(levels - 1):
+            plan, count = step(sums, sqsums, tilt, windows, plan, count, *arrays, k=k, capacity=caps[k + 1])
+            counts.append(count)
+        final = step(sums, sqsums, tilt, windows, plan, count, *arrays, k=levels - 1, capacity=None)
         out = candidates_kernel(plan, count, final, limit=CANDIDATE_LIMIT)
         if levels == 1:  # out[0] is the one plan's count
             out = to_numpy(out)

@@ -93,6 +93,20 @@ def test_magnitude_same_bits_on_every_backend(backend, gx, gy, kind):
     matches_numpy(backend, edges.magnitude, gx, gy, kind=kind)
 
 
+@pytest.mark.parametrize("border", portcv.filters.BORDERS)
+@pytest.mark.parametrize("ksize", [3, 7, 9])
+def test_detect_across_cuda_tiles_and_image_borders(backend, border, ksize):
+    """Several 128-column tiles, a width that is no multiple of 4, every border: the CUDA
+    detector low-passes inside its own tile up to 7 taps (and refills the blurred image's border
+    cells), longer kernels run the separable filter first."""
+    rng = np.random.default_rng(ksize)
+    img = cv2.GaussianBlur(rng.integers(0, 256, (2, 75, 301), dtype=np.uint8).reshape(150, 301), (3, 3), 1)
+    img[:, :3] = 255  # strong edges on the borders, where the border rules differ
+    img[:2] = 0
+    out = matches_numpy(backend, edges.detect, img.reshape(2, 75, 301), 20, 45, ksize=ksize, border=border)
+    assert 0 < np.count_nonzero(out) < out.size
+
+
 @given(gx=int16s, gy=int16s, variant=variants, small=st.booleans())
 def test_direction_sector_same_bits_on_every_backend(backend, gx, gy, variant, small):
     if small:  # many exact zeros, ties and axis-aligned gradients

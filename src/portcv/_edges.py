@@ -31,12 +31,17 @@ import numpy as np
 from ._border import BORDER_CODE, pad_axis
 from ._gradients import gradients_kernel
 from ._kernel import kernel
+from ._separable import separable_filter_kernel
 
 #: Sector codes of :func:`sectors`: the gradient direction, as the paper's four sectors.
 SECTOR_HORIZONTAL, SECTOR_DIAGONAL_45, SECTOR_VERTICAL, SECTOR_DIAGONAL_135, SECTOR_NONE = 0, 1, 2, 3, 4
 VARIANTS = ("pseudocode", "listing")
 #: Largest apron radius (alpha); the CUDA tile's shared memory is sized for it.
 MAX_ALPHA = 16
+#: The low-pass's rounding: Q8 x Q8 taps, (sum + 2^15) >> 16, as cv2.GaussianBlur for uint8.
+LOW_PASS_FINISH = ("shift", 16, 0, "uint8")
+#: Longest low-pass the CUDA detector fuses into its own launch (longer: a separate launch).
+FUSED_BLUR_TAPS = 7
 #: OpenCV's tan(22.5 deg) in Q15: (int)(0.4142135623730950488 * 2^15 + 0.5).
 CANNY_TG22 = 13573
 #: Dilation steps between two convergence checks of the portable hysteresis loop.
@@ -147,11 +152,18 @@ def centre_region(variant: str, h: int, w: int, alpha: int) -> tuple[int, int, i
 # The paper's detector: Sobel -> m = gx^2 + gy^2 -> sector -> local max -> apron gather
 # --------------------------------------------------------------------------------------------
 @kernel("edges_detect")
-def detect_kernel(xp: Any, blurred: Any, *, low_sq: int, high_sq: int, alpha: int, variant: str, border: str) -> Any:
-    """Portable Algorithm 1 on a low-passed uint8 image ``(..., H, W)``: uint8 {0, 255}.
+def detect_kernel(xp: Any, image: Any, *, blur_taps: tuple, low_sq: int, high_sq: int, alpha: int, variant: str,
+                  border: str) -> Any:
+    """Portable Algorithm 1 on a uint8 image ``(..., H, W)``: uint8 {0, 255}.
 
+    ``blur_taps``: the low-pass's Q8 taps (sum 256, applied along both axes and rounded once,
+    as ``cv2.GaussianBlur``), or ``()`` when ``image`` is already low-passed.
     ``low_sq = floor(t_l^2)``, ``high_sq = floor(t_h^2)``: ``G > t <=> gx^2 + gy^2 > floor(t^2)``.
     """
+    blurred = image
+    if blur_taps:
+        blurred = separable_filter_kernel.portable(xp, image, kx=blur_taps, ky=blur_taps, has_channels=False,
+                                                   border=border, border_value=0, finish=LOW_PASS_FINISH)
     gx, gy = gradients_kernel.portable(xp, blurred, ksize=3, has_channels=False, border=border)
     gx = xp.astype(gx, xp.int32)
     gy = xp.astype(gy, xp.int32)
@@ -211,25 +223,44 @@ def detect_tile_h(alpha: int) -> int:
     raise ValueError(f"alpha={alpha} needs more shared memory than a CUDA block has")
 
 
-@detect_kernel.override("cupy")
-def _detect_cupy(blurred: Any, *, low_sq: int, high_sq: int, alpha: int, variant: str, border: str) -> Any:
-    import cupy
-
-    from .backends.cupy import cuda_function
-
-    shape = blurred.shape
-    h, w = shape[-2], shape[-1]
+@functools.lru_cache(maxsize=64)
+def _detect_launch(alpha: int, variant: str, taps: int, h: int, w: int) -> tuple[str, tuple[int, int]] | None:
+    """Kernel name and grid (x, y) of ``cuda/edges.cu``'s detector, or ``None`` past gridDim.y."""
     tile_h = detect_tile_h(alpha)
     grid_xy = ((w + _DETECT_TILE_W - 1) // _DETECT_TILE_W, (h + tile_h - 1) // tile_h)
     if grid_xy[1] > 65535:
-        return NotImplemented
+        return None
     listing = "true" if variant == "listing" else "false"
-    fn = cuda_function("edges.cu", f"portcv_edges_detect<{alpha},{tile_h},{listing}>")
-    src = cupy.ascontiguousarray(blurred)
+    return f"portcv_edges_detect<{alpha},{tile_h},{listing},{taps}>", grid_xy
+
+
+@detect_kernel.override("cupy")
+def _detect_cupy(image: Any, *, blur_taps: tuple, low_sq: int, high_sq: int, alpha: int, variant: str,
+                 border: str) -> Any:
+    import cupy
+
+    from .backends.cupy import cuda_function, device_constant
+
+    if len(blur_taps) > FUSED_BLUR_TAPS:  # the separable kernel first, then the detector alone
+        image = separable_filter_kernel(image, kx=blur_taps, ky=blur_taps, has_channels=False, border=border,
+                                        border_value=0, finish=LOW_PASS_FINISH)
+        blur_taps = ()
+    shape = image.shape
+    h, w = shape[-2], shape[-1]
+    launch = _detect_launch(alpha, variant, len(blur_taps), h, w)
+    if launch is None:
+        return NotImplemented
+    name, grid_xy = launch
+    fn = cuda_function("edges.cu", name)
+    src = cupy.ascontiguousarray(image)
     out = cupy.empty(shape, dtype=cupy.uint8)
     planes = src.size // (h * w)
+    taps = device_constant(blur_taps or (0,))
+    args = (np.int32(h), np.int32(w), np.int32(low_sq), np.int32(high_sq), np.int32(BORDER_CODE[border]), taps)
+    if planes <= 65535:
+        fn(grid_xy + (planes,), (_DETECT_THREADS,), (src, out) + args)
+        return out
     src2, dst2 = src.reshape(planes, -1), out.reshape(planes, -1)
-    args = (np.int32(h), np.int32(w), np.int32(low_sq), np.int32(high_sq), np.int32(BORDER_CODE[border]))
     for start in range(0, planes, 65535):  # gridDim.z limit
         stop = min(planes, start + 65535)
         fn(grid_xy + (stop - start,), (_DETECT_THREADS,), (src2[start:stop], dst2[start:stop]) + args)

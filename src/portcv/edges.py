@@ -11,6 +11,7 @@ section II; ``docs/edges.md`` records every choice made where its pseudocode and
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 
 from . import _border, _validate
 from ._edges import (
+    LOW_PASS_FINISH,
     MAX_ALPHA,
     SECTOR_DIAGONAL_45,
     SECTOR_DIAGONAL_135,
@@ -62,6 +64,7 @@ def _threshold(value: Any, name: str) -> float:
     return value
 
 
+@functools.lru_cache(maxsize=256)
 def _floor_square(t: float) -> int:
     """``floor(t^2)`` exactly (t is a float: a dyadic rational), capped at int32's maximum.
 
@@ -250,20 +253,26 @@ def _default_gaussian_taps(ksize: int) -> tuple[int, ...]:
     return _gaussian_taps_q8(ksize, sigma)
 
 
+def _low_pass_taps(ksize: Any) -> tuple[int, ...]:
+    """The paper's step 1 (section II-B) for ``sigma=None``: OpenCV's Q8 taps of size ``ksize``
+    (the 3x3 binomial [1, 2, 1]/4 by default); ``()`` for ``ksize=1`` ((256 p + 2^15) >> 16 = p)."""
+    ksize = _validate.integer(ksize, "ksize", low=1, high=MAX_TAPS)
+    if ksize % 2 == 0:
+        raise ValueError(f"ksize must be odd, got {ksize}")
+    return () if ksize == 1 else _default_gaussian_taps(ksize)
+
+
 def _low_pass(img: Any, ksize: Any, sigma: Any, border: str) -> Any:
-    """The paper's step 1 (section II-B): the 3x3 binomial [1, 2, 1]/4 by default."""
+    """The paper's step 1 on its own: ``cv2.GaussianBlur(img, (ksize, ksize), sigma or 0)``."""
     if sigma is not None:
         from . import filters
 
         return filters.gaussian_blur(img, sigma=sigma, ksize=ksize, border=border, channel_axis=None)
-    ksize = _validate.integer(ksize, "ksize", low=1, high=MAX_TAPS)
-    if ksize % 2 == 0:
-        raise ValueError(f"ksize must be odd, got {ksize}")
-    if ksize == 1:
-        return img  # the taps are [256]: (256 p + 2^15) >> 16 = p
-    taps = _default_gaussian_taps(ksize)
+    taps = _low_pass_taps(ksize)
+    if not taps:
+        return img
     return separable_filter_kernel(
-        img, kx=taps, ky=taps, has_channels=False, border=border, border_value=0, finish=("shift", 16, 0, "uint8")
+        img, kx=taps, ky=taps, has_channels=False, border=border, border_value=0, finish=LOW_PASS_FINISH
     )
 
 
@@ -331,8 +340,9 @@ def detect(
     accepted pixel; here each pixel *gathers*: it is an edge if its own magnitude passes
     ``t_low`` and an accepted pixel lies within ``alpha`` (a separable box OR, exact). The paper's
     listing scatters from many threads while other threads reset their own pixel to 0, a race;
-    the gather has none. On CuPy one kernel (``cuda/edges.cu``) does Sobel, magnitude, sector,
-    local maximum and the apron gather from a shared-memory tile with an ``alpha + 2`` halo.
+    the gather has none. On CuPy one kernel (``cuda/edges.cu``) does the low-pass (``sigma=None``,
+    ``ksize <= 7``), Sobel, magnitude, sector, local maximum and the apron gather from a
+    shared-memory tile with an ``alpha + 2`` halo: one launch per call.
 
     References: Del Vecchio, Lin and Natarajan, "GPU Acceleration of Edge-Based Motion Detection
     and Machine Learning-Aided Facial Recognition with NVIDIA CUDA" (Rice), section II-B to II-E,
@@ -354,10 +364,13 @@ def detect(
     alpha = _validate.integer(alpha, "alpha", low=0, high=MAX_ALPHA)
     variant = _validate.choice(variant, "variant", VARIANTS)
     border, _ = _border.check(border, 0)
-    blurred = _low_pass(img, ksize, sigma, border)
+    if sigma is None:
+        taps = _low_pass_taps(ksize)  # applied inside the detector (one CUDA launch on CuPy)
+    else:
+        img, taps = _low_pass(img, ksize, sigma, border), ()
     return detect_kernel(
-        blurred, low_sq=_floor_square(t_low), high_sq=_floor_square(t_high), alpha=alpha, variant=variant,
-        border=border,
+        img, blur_taps=taps, low_sq=_floor_square(t_low), high_sq=_floor_square(t_high), alpha=alpha,
+        variant=variant, border=border,
     )
 
 

@@ -1,7 +1,8 @@
 // Edge detection kernels (portcv/_edges.py is the portable reference of each):
-//   portcv_edges_detect<ALPHA, TILE_H, LISTING>  the Rice paper's Algorithm 1 on a low-passed
-//       uint8 image: Sobel -> m = gx^2 + gy^2 -> sector -> local maximum -> accepted ->
-//       (2 ALPHA + 1)^2 apron *gather* -> uint8 {0, 255}, in one pass over a shared-memory tile;
+//   portcv_edges_detect<ALPHA, TILE_H, LISTING, KS>  the Rice paper's Algorithm 1 on a uint8
+//       image: (KS x KS low-pass when KS > 0 ->) Sobel -> m = gx^2 + gy^2 -> sector -> local
+//       maximum -> accepted -> (2 ALPHA + 1)^2 apron *gather* -> uint8 {0, 255}, in one pass
+//       over a shared-memory tile;
 //   portcv_edges_magnitude<L2>                   exact |gx| + |gy| or isqrt(gx^2 + gy^2);
 //   portcv_canny_hysteresis<T>                   Canny's hysteresis, tile-local fixed point.
 // Compiled by portcv.backends.cupy with --std=c++17 --fmad=false.
@@ -38,10 +39,19 @@ __device__ __forceinline__ int sector_of(int gx, int gy, int gx2, int gy2) {
 //   s_hd   the horizontal OR of s_acc over 2 ALPHA + 1 columns (reuses s_in's bytes);
 // then each output pixel ORs s_hd over 2 ALPHA + 1 rows (the separable apron dilation) and ANDs
 // m > floor(t_l^2). No thread writes another pixel's output: the apron is a gather.
-template <int ALPHA, int TILE_H, bool LISTING>
+//
+// KS > 0 fuses the low-pass (one launch instead of two): `src` is the raw image, s_raw (in s_m's
+// bytes, free until step 1) holds it on the tile + R + KS / 2 halo, and s_in gets the separable
+// blur with the KS Q8 `taps` (sum 256) rounded as the separable kernel does, (v + 2^15) >> 16.
+// Outside the image, s_in must hold what the Sobel's border reads from the *blurred* image,
+// which differs from the blur of the raw border (replicate, constant): those cells are refilled
+// from the remapped blurred pixel. Only the ring 1 outside matters (no m outside the image is
+// ever compared: accepted pixels are inside [ALPHA + 1, n - ALPHA - 2] or [2, n - 2]), and its
+// remapped cell always lies in the tile; farther cells get 0.
+template <int ALPHA, int TILE_H, bool LISTING, int KS>
 __global__ void __launch_bounds__(EDGE_THREADS)
 portcv_edges_detect(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst, int H, int W,
-                    int low_sq, int high_sq, int border) {
+                    int low_sq, int high_sq, int border, const int* __restrict__ taps) {
     constexpr int R = ALPHA + 2;
     constexpr int LEAD = (R + 15) / 16 * 16;  // shared column 0 = global column bx0 - LEAD (16-byte aligned)
     constexpr int IN_W = (LEAD + EDGE_TILE_W + R + 15) / 16 * 16;
@@ -50,12 +60,19 @@ portcv_edges_detect(const unsigned char* __restrict__ src, unsigned char* __rest
     constexpr int MW = EDGE_TILE_W + 2 * ALPHA + 2, MH = TILE_H + 2 * ALPHA + 2;
     constexpr int AW = EDGE_TILE_W + 2 * ALPHA, AH = TILE_H + 2 * ALPHA;
     constexpr int ROWS = TILE_H / (EDGE_THREADS / (EDGE_TILE_W / 4));  // output rows per thread
+    constexpr int KR = KS / 2;
+    constexpr int LEAD_RAW = (R + KR + 15) / 16 * 16;  // s_raw column 0 = global column bx0 - LEAD_RAW
+    constexpr int RAW_W = (LEAD_RAW + EDGE_TILE_W + R + KR + 15) / 16 * 16;
+    constexpr int RAW_H = IN_H + 2 * KR;
+    constexpr int RAW_PITCH = RAW_W + 16;
     static_assert(TILE_H % 8 == 0 && ROWS >= 1, "TILE_H is 8, 16 or 32");
+    static_assert(KS == 0 || (KS % 2 == 1 && KS <= 7), "KS is 0 (no low-pass) or an odd size up to 7");
     static_assert(AH * EDGE_TILE_W <= IN_H * PITCH, "s_hd reuses s_in");
+    static_assert(KS == 0 || RAW_H * RAW_PITCH <= MH * MW * 4, "s_raw reuses s_m");
     static_assert(IN_H * PITCH + MH * MW * 4 + AH * AW <= EDGE_SHARED_LIMIT, "shared memory over 48 KB");
 
     __shared__ __align__(16) unsigned char s_in[IN_H][PITCH];
-    __shared__ int s_m[MH][MW];
+    __shared__ __align__(16) int s_m[MH][MW];
     __shared__ unsigned char s_acc[AH][AW];
     unsigned char (*s_hd)[EDGE_TILE_W] = reinterpret_cast<unsigned char (*)[EDGE_TILE_W]>(&s_in[0][0]);
 
@@ -63,9 +80,48 @@ portcv_edges_detect(const unsigned char* __restrict__ src, unsigned char* __rest
     const int bx0 = blockIdx.x * EDGE_TILE_W, by0 = blockIdx.y * TILE_H;
     const size_t plane_off = (size_t)blockIdx.z * H * W;
     const bool aligned = (reinterpret_cast<size_t>(src) & 15) == 0;
-    load_tile<IN_H, IN_W, 1, EDGE_THREADS, PITCH>(s_in, src + plane_off, aligned, H, W, bx0 - LEAD, by0 - R,
-                                                  border, 0);  // cv2.Sobel pads a constant border with 0
-    __syncthreads();
+    if constexpr (KS == 0) {
+        load_tile<IN_H, IN_W, 1, EDGE_THREADS, PITCH>(s_in, src + plane_off, aligned, H, W, bx0 - LEAD, by0 - R,
+                                                      border, 0);  // cv2.Sobel pads a constant border with 0
+        __syncthreads();
+    } else {
+        unsigned char (*s_raw)[RAW_PITCH] = reinterpret_cast<unsigned char (*)[RAW_PITCH]>(&s_m[0][0]);
+        load_tile<RAW_H, RAW_W, 1, EDGE_THREADS, RAW_PITCH>(s_raw, src + plane_off, aligned, H, W, bx0 - LEAD_RAW,
+                                                            by0 - R - KR, border, 0);  // GaussianBlur's border
+        int t[KS];
+#pragma unroll
+        for (int k = 0; k < KS; ++k) t[k] = taps[k];
+        __syncthreads();
+        // The blur on every cell the Sobel reads: s_in columns [LEAD - R, LEAD + 128 + R).
+        constexpr int BW = EDGE_TILE_W + 2 * R;
+        for (int i = tid; i < IN_H * BW; i += EDGE_THREADS) {
+            const int r = i / BW, c = i - r * BW;
+            const unsigned char* p = &s_raw[r][c + LEAD_RAW - R - KR];
+            int v = 0;
+#pragma unroll
+            for (int a = 0; a < KS; ++a) {
+                int h = 0;
+#pragma unroll
+                for (int b = 0; b < KS; ++b) h += t[b] * p[a * RAW_PITCH + b];
+                v += t[a] * h;
+            }
+            s_in[r][c + LEAD - R] = (unsigned char)min(255, (v + (1 << 15)) >> 16);
+        }
+        __syncthreads();
+        // Cells outside the image: the Sobel's border of the blurred image (see above).
+        if (by0 - R < 0 || by0 + TILE_H + R > H || bx0 - R < 0 || bx0 + EDGE_TILE_W + R > W) {
+            for (int i = tid; i < IN_H * BW; i += EDGE_THREADS) {
+                const int r = i / BW, c = i - r * BW;
+                const int y = by0 - R + r, x = bx0 - R + c;
+                if (y >= 0 && y < H && x >= 0 && x < W) continue;
+                const int ys = remap(y, H, border) - (by0 - R), xs = remap(x, W, border) - (bx0 - R);
+                const bool inside = y >= -1 && y <= H && x >= -1 && x <= W && ys >= 0 && ys < IN_H && xs >= 0 &&
+                                    xs < BW && remap(y, H, border) >= 0 && remap(x, W, border) >= 0;
+                s_in[r][c + LEAD - R] = inside ? s_in[ys][xs + LEAD - R] : 0;
+            }
+            __syncthreads();
+        }
+    }
 
     // 1. Sobel, m and sector on the tile + ALPHA + 1 ring. Element (r, c) is pixel
     //    (by0 - ALPHA - 1 + r, bx0 - ALPHA - 1 + c); its 3x3 window starts at s_in[r][c + LEAD - R].

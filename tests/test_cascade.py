@@ -390,8 +390,95 @@ def test_static_plan_capacity_overflow_is_redone(monkeypatch, backend, astronaut
     for _ in range(2):
         out = det2.detect(portcv.asarray(small), min_neighbors=0)
         assert all(np.array_equal(a, b) for a, b in zip(ref, out))
-    (caps,) = det2._grids.values()
+    ((caps, _),) = det2._grids.values()
     assert caps[0] > 256 and len(caps) == (1 if bounds is None else len(bounds) - 1)
+
+
+def test_group_capacity_overflow_groups_on_the_host(monkeypatch, backend, astronaut_gray):
+    """More candidates than the device grouping holds: that frame is grouped on the host (the
+    same boxes), and JAX learns a capacity that fits the next frame."""
+    from portcv.detect import _detector
+
+    det = CascadeDetector.from_opencv(DEFAULT)
+    with portcv.using("numpy"):
+        ref = det.detect(astronaut_gray, min_neighbors=3)
+    real = _detector.group_capacity
+    monkeypatch.setattr(_detector, "group_capacity", lambda b, learned: None if b.name == "numpy" else learned or 8)
+    det2 = CascadeDetector(det.cascade)
+    for _ in range(2):
+        out = det2.detect(portcv.asarray(astronaut_gray), min_neighbors=3)
+        assert all(np.array_equal(a, b) for a, b in zip(ref, out))
+    ((_, learned),) = det2._grids.values()
+    assert learned is None if portcv.backend().name == "numpy" else learned > 8
+    assert real(type("B", (), {"name": "cupy"}), None) == _detector.CANDIDATE_LIMIT
+
+
+def _host_grouping(x, y, level, factors, idx, window, min_neighbors, width, height):
+    """The host path after the candidates: rects (OpenCV's float32 mapping), groupRectangles, clip."""
+    from portcv.detect._detector import GROUP_EPS, clip_rects
+    from portcv.detect._group import group_rectangles_impl
+
+    f = factors[level[idx]]
+    rects = np.stack([np.rint(x[idx].astype(np.float32) * f), np.rint(y[idx].astype(np.float32) * f),
+                      np.rint(np.float32(window[0]) * f), np.rint(np.float32(window[1]) * f)], axis=1)
+    return clip_rects(*group_rectangles_impl(rects.astype(np.int32), min_neighbors, GROUP_EPS), width, height)
+
+
+def _candidate_clusters(seed: int, capacity: int):
+    """Windows of 12 levels jittered around a few centres (some off the 640x480 image) and a
+    candidate list of up to ``capacity`` of them, as candidates_kernel writes it."""
+    rng = np.random.default_rng(seed)
+    factors = np.float32(1.1) ** np.arange(12, dtype=np.float32)
+    n_windows = 3000
+    centres = rng.integers(-40, 660, (rng.integers(1, 30), 2))
+    which = rng.integers(0, len(centres), n_windows)
+    level = rng.integers(0, 12, n_windows).astype(np.int32)
+    spread = [0, 1, 3, 8][seed % 4]
+    jitter = rng.integers(-spread, spread + 1, (2, n_windows))
+    x = ((centres[which, 0] + jitter[0]) / factors[level]).astype(np.int32)
+    y = ((centres[which, 1] * 0.7 + jitter[1]) / factors[level]).astype(np.int32)
+    n = int(rng.integers(1, capacity + 1)) if seed % 5 else 0
+    cand = np.zeros(capacity + 2, np.int32)
+    cand[0] = cand[1] = n
+    cand[2 : 2 + n] = np.sort(rng.choice(n_windows, n, replace=False))
+    return cand, x, y, level, factors
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_group_kernel_equals_host_grouping(seed):
+    """The portable device grouping (reachability products, float32 averages, containment,
+    clip) returns what the host's groupRectangles + clip return, in the same order."""
+    from portcv._cascade import group_kernel, reciprocals
+
+    capacity, window = 384, (24, 20 + seed % 3 * 4)
+    cand, x, y, level, factors = _candidate_clusters(seed, capacity)
+    n = int(cand[1])
+    for min_neighbors in (1, 3, 5):
+        with portcv.using("numpy"):
+            out = group_kernel(cand, x, y, level, factors, reciprocals(capacity), window=window,
+                               min_neighbors=min_neighbors, eps=0.2, width=640, height=480, capacity=capacity)
+        rects, neighbours = _host_grouping(x, y, level, factors, cand[2 : 2 + n], window, min_neighbors, 640, 480)
+        m = rects.shape[0]
+        assert out[0] == n and out[1] == m and not out[2 + 5 * m :].any()
+        assert_same_bits(np.c_[rects, neighbours].reshape(-1), out[2 : 2 + 5 * m])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 7])
+def test_group_kernel_backend_equals_numpy(backend, seed):
+    """Every backend's grouping (CuPy: one CUDA block with hooking and pointer jumping) returns
+    the portable version's bits, also when the candidates overflow the capacity."""
+    from portcv._cascade import group_kernel, reciprocals
+
+    from .helpers import matches_numpy
+
+    capacity = 256
+    cand, x, y, level, factors = _candidate_clusters(seed, capacity)
+    kwargs = dict(window=(24, 24), min_neighbors=2, eps=0.2, width=640, height=480, capacity=capacity)
+    matches_numpy(backend, group_kernel, cand, x, y, level, factors, reciprocals(capacity), **kwargs)
+    over = cand.copy()
+    over[1] = capacity + 1  # more candidates than the capacity: [n, -1, 0, ...]
+    out = matches_numpy(backend, group_kernel, over, x, y, level, factors, reciprocals(capacity), **kwargs)
+    assert out[0] == capacity + 1 and out[1] == -1 and not out[2:].any()
 
 
 # --------------------------------------------------------------------------------------------

@@ -306,7 +306,8 @@ def test_integrals_override_wraps_like_numpy(backend):
 
 
 def test_scan_reads_back_once(backend, monkeypatch):
-    """A detection reads one small array back from the device (no count read between stages)."""
+    """A detection reads one small array back from the device (no count read between stages):
+    the candidates without grouping, the grouped boxes' head with it."""
     require_cupy(backend)
     from portcv.detect import CascadeDetector, _detector
 
@@ -316,5 +317,8 @@ def test_scan_reads_back_once(backend, monkeypatch):
     det = CascadeDetector.from_opencv(cascade_path("haarcascade_frontalface_default.xml"))
     gray = cv2.cvtColor(skdata.astronaut(), cv2.COLOR_RGB2GRAY)
     with portcv.using(backend):
+        det.detect(portcv.asarray(gray), min_neighbors=0)
+        assert calls == [_detector.CANDIDATE_LIMIT + 2]
+        calls.clear()
         det.detect(portcv.asarray(gray), min_neighbors=3)
-    assert calls == [_detector.CANDIDATE_LIMIT + 2]
+        assert calls == [2 + 5 * _detector.GROUP_READ]

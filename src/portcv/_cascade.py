@@ -1,15 +1,17 @@
 """Cascade window evaluation (OpenCV's Haar and LBP cascades), exact on every backend.
 
-Three kernels, the hot loops of :class:`portcv.detect.CascadeDetector`:
+The hot loops of :class:`portcv.detect.CascadeDetector`:
 
 - ``cascade_integrals``: the sum, squared-sum and (for tilted Haar features) 45-degree integral
   images of the packed pyramid, in uint32 that wrap modulo 2**32. A rectangle inside one window
   sums to less than 2**32 (the loader bounds the window area), so the uint32 difference of its
-  four corners is the true sum; it is widened to int64 before any multiply.
+  four corners is the true sum (widened to int64 for the variance, int32 in Haar features,
+  whose weighted sums the loader bounds below 2**26.5).
 - ``cascade_evaluate``: stages ``[stage_begin, stage_end)`` of the cascade at a list of windows
   (flat offsets ``y * (Wp + 1) + x`` of their top-left corners in the integral images).
   Status per window: ``1`` all stages passed, ``-s`` rejected at stage ``s`` (``0`` for stage 0),
   ``-1`` variance reject (as OpenCV's ``runAt``).
+- ``cascade_group``: OpenCV's ``groupRectangles`` and the clip of the candidates, on the device.
 - ``cascade_compact``: OpenCV's stage-0 skip rule (the window after a visited stage-0 reject is
   not visited) as a scan, then the visited survivors in ascending order: the scheduling paper's
   mask -> plan (prefix-sum stream compaction, fixed capacity + count).
@@ -19,10 +21,10 @@ The decisions are integer (``/work/shared/opencv-cascade.md``, ``docs/detect.md`
 - variance: ``A = (W-2)(H-2)``, ``s, q`` = sum and squared sum over ``(1, 1, W-2, H-2)``,
   ``nf = A*q - s*s`` (int64, < 2**53); reject when ``nf <= 0`` or ``100*A*A >= nf`` -- OpenCV's
   ``A * float32(1/sqrt(nf)) >= 0.1`` without the square root (equal except at ties);
-- Haar node: ``F = sum w_i S_i`` (int64, exact). OpenCV goes left iff
+- Haar node: ``F = sum w_i S_i`` (int32, exact). OpenCV goes left iff
   ``float32(F) * float32(1/sqrt(nf)) < thr``; portcv decides ``F < thr * sqrt(nf)`` from signs
   and squares: ``thr > 0``: ``F < 0 or F*F < thr^2 * nf``; ``thr <= 0``: ``F < 0 and F*F >
-  thr^2 * nf``, with ``F*F`` exact and ``thr^2 * nf`` one IEEE float64 multiply of exact
+  thr^2 * nf``, with ``F*F`` exact (float64, < 2**53) and ``thr^2 * nf`` one IEEE float64 multiply of exact
   operands (``thr^2`` is float64(thr)**2, exact for a float32 ``thr``);
 - LBP node: 3x3 block sums, the 8-bit code, its bit in the node's 256-bit category set;
 - stage: ``sum(leaf_fixed) < stage_threshold_fixed`` in int64, exactly OpenCV's double sum.
@@ -190,17 +192,20 @@ def _stage_sum(xp: Any, img: Any, win: Any, nf: Any, offs: Any, arrays: tuple, *
         values = xp.reshape(values, (ncorner, k, ts))
         corner = [values[c] for c in range(ncorner)]
         if feature_type == "haar":
-            wts = xp.astype(xp.take(feature_weight, feat, axis=0), xp.int64)  # (Ts,3) or (K,Ts,3)
+            # int32 throughout: the loader bounds sum |w_r| * (the rect's largest sum) below
+            # 2**26.5, so every rect sum, term and partial sum of F fits (no int64 emulation on GPUs)
+            wts = xp.astype(xp.take(feature_weight, feat, axis=0), xp.int32)  # (Ts,3) or (K,Ts,3)
             total = None
             for r in range(3):
-                srect = xp.astype(corner[4 * r] - corner[4 * r + 1] - corner[4 * r + 2] + corner[4 * r + 3], xp.int64)
+                srect = xp.astype(corner[4 * r] - corner[4 * r + 1] - corner[4 * r + 2] + corner[4 * r + 3], xp.int32)
                 term = (wts[None, :, r] if uniform else wts[..., r]) * srect
                 total = term if total is None else total + term
             thr = xp.take(node_threshold, node)
             thr_sq = xp.take(node_threshold_sq, node)
             if uniform:
                 thr, thr_sq = thr[None, :], thr_sq[None, :]
-            f2 = xp.astype(total * total, xp.float64)  # |F| < 2**26.5 (checked at load): exact
+            f = xp.astype(total, xp.float64)
+            f2 = f * f  # |F| < 2**26.5: F^2 < 2**53, exact in float64
             rhs = thr_sq * nf64
             neg = total < 0
             return xp.where(thr > 0, neg | (f2 < rhs), neg & (f2 > rhs))
@@ -406,6 +411,85 @@ def candidates_kernel(xp: Any, plan: Any, count: Any, status: Any, *, limit: int
         [xp.take(plan, keep), xp.zeros(limit - capacity, dtype=xp.int32)])
     head = xp.stack([xp.astype(count, xp.int32), xp.astype(n, xp.int32)])
     return xp.concat([head, xp.where(xp.arange(limit, dtype=xp.int32) < n, idx, 0)])
+
+
+@kernel("cascade_group")
+def group_kernel(xp: Any, cand: Any, win_x: Any, win_y: Any, win_level: Any, factors: Any, recip: Any, *,
+                 window: tuple[int, int], min_neighbors: int, eps: float, width: int, height: int,
+                 capacity: int) -> Any:
+    """OpenCV's ``groupRectangles`` and the clip to the image, on the device: int32 ``(2 + 5 C,)``.
+
+    ``cand`` is ``candidates_kernel``'s ``[count, n, idx...]`` (at least ``C + 2`` long, ``C =
+    capacity``); window ``w`` is at ``(win_x[w], win_y[w])`` of level ``win_level[w]`` whose
+    float32 scale is ``factors[level]``; ``recip[k] = float32(1) / float32(k)`` (``k <= C``,
+    made on the host: every backend divides alike). The result is ``[n, m, (x, y, w, h,
+    neighbours) * m, 0...]`` -- the boxes ``group_rectangles_impl`` then ``clip_rects`` return,
+    in their order -- or ``[n, -1, 0...]`` when ``n > C`` (the host groups instead).
+
+    Same arithmetic as the host: rects ``rint(float32(x) * f)``; classes are the connected
+    components of SimilarRects (``delta = eps * (min w + min h) * 0.5`` in float64), found here
+    by ``ceil(log2 C)`` squarings of the reachability matrix (a float32 product of 0/1
+    matrices: exact), each labelled by its smallest member; averages ``rint(float32(sum) *
+    recip[n])`` (the sums exact in a float64 product); ``dx = rint(w * eps)`` in float64;
+    the containment filter; the clip.
+    """
+    C = capacity
+    n = xp.astype(cand[1], xp.int32)
+    ar = xp.arange(C, dtype=xp.int32)
+    valid = ar < n
+    idx = xp.where(valid, cand[2 : 2 + C], 0)
+    f = xp.take(factors, xp.take(win_level, idx))
+
+    def scaled(v: Any) -> Any:  # rint(float32(v) * f), OpenCV's window -> image mapping
+        return xp.astype(xp.round(xp.astype(v, xp.float32) * f), xp.int64)
+
+    rx, ry = scaled(xp.take(win_x, idx)), scaled(xp.take(win_y, idx))
+    rw = scaled(xp.full(C, window[0], dtype=xp.int32))
+    rh = scaled(xp.full(C, window[1], dtype=xp.int32))
+    delta = (eps * xp.astype(xp.minimum(rw[:, None], rw[None, :]) + xp.minimum(rh[:, None], rh[None, :]),
+                             xp.float64)) * 0.5
+
+    def close(a: Any) -> Any:
+        return xp.astype(xp.abs(a[:, None] - a[None, :]), xp.float64) <= delta
+
+    pair = valid[:, None] & valid[None, :]
+    linked = close(rx) & close(ry) & close(rx + rw) & close(ry + rh) & pair
+    reach = xp.astype(linked | (ar[:, None] == ar[None, :]), xp.float32)
+    for _ in range(max(1, (C - 1).bit_length())):  # paths of up to 2^k steps: every component
+        reach = xp.astype(xp.matmul(reach, reach) > 0, xp.float32)
+    label = xp.min(xp.where(reach > 0, ar[None, :], C), axis=1)  # smallest member
+    root = valid & (label == ar)
+    # Class r (a root) holds the valid i with label[i] == r. Sums as a float64 product: integers
+    # under 2^53, so exact in any order (no scatter-add: NumPy's would drop repeated indices).
+    same = (label[None, :] == ar[:, None]) & valid[None, :]
+    members = xp.sum(xp.astype(same, xp.int32), axis=1, dtype=xp.int32)
+    sums = xp.astype(xp.matmul(xp.astype(same, xp.float64), xp.astype(xp.stack([rx, ry, rw, rh], axis=1), xp.float64)),
+                     xp.int64)
+    inv = xp.take(recip, members)
+    ax, ay, aw, ah = (xp.astype(xp.round(xp.astype(sums[:, k], xp.float32) * inv), xp.int64) for k in range(4))
+    dx = xp.astype(xp.round(xp.astype(aw, xp.float64) * eps), xp.int64)
+    dy = xp.astype(xp.round(xp.astype(ah, xp.float64) * eps), xp.int64)
+    big = root & (members > min_neighbors)
+    inside = ((ax[:, None] >= ax[None, :] - dx[None, :]) & (ay[:, None] >= ay[None, :] - dy[None, :])
+              & (ax[:, None] + aw[:, None] <= ax[None, :] + aw[None, :] + dx[None, :])
+              & (ay[:, None] + ah[:, None] <= ay[None, :] + ah[None, :] + dy[None, :]))
+    stronger = (members[None, :] > xp.maximum(members[:, None], 3)) | (members[:, None] < 3)
+    covered = inside & stronger & big[None, :] & (ar[:, None] != ar[None, :])
+    x0, y0 = xp.maximum(ax, 0), xp.maximum(ay, 0)
+    x1, y1 = xp.minimum(ax + aw, width), xp.minimum(ay + ah, height)
+    keep = big & ~xp.any(covered, axis=1) & (x1 > x0) & (y1 > y0)
+    order, m = compact_kernel.portable(xp, xp.astype(keep, xp.int32), None, capacity=C)
+    boxes = xp.stack([x0, y0, x1 - x0, y1 - y0, xp.astype(members, xp.int64)], axis=1)
+    boxes = xp.where((ar < m)[:, None] & (n <= C), xp.take(boxes, order, axis=0), 0)
+    head = xp.stack([n, xp.where(n <= C, m, -1)])
+    return xp.concat([head, xp.reshape(xp.astype(boxes, xp.int32), (-1,))])
+
+
+def reciprocals(capacity: int) -> np.ndarray:
+    """``float32(1) / float32(k)`` for ``k = 0..capacity`` (k = 0 unused: 0), group_kernel's ``recip``."""
+    k = np.arange(capacity + 1, dtype=np.float32)
+    with np.errstate(divide="ignore"):
+        return np.where(k > 0, np.float32(1) / k, np.float32(0)).astype(np.float32)
 
 
 from . import _cascade_cuda  # noqa: E402,F401  (CuPy overrides)

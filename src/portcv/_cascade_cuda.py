@@ -38,6 +38,7 @@ from ._cascade import (
     candidates_kernel,
     compact_kernel,
     evaluate_kernel,
+    group_kernel,
     integrals_kernel,
     plan_evaluate_kernel,
     pyramid_kernel,
@@ -329,3 +330,32 @@ def compact(status: Any, row_end: Any = None, *, capacity: int) -> tuple[Any, An
 @compact_kernel.override("cupy")
 def _compact_cupy(status: Any, row_end: Any, *, capacity: int) -> Any:
     return compact(status, row_end, capacity=capacity)
+
+
+#: Threads of the one-block grouping kernel (portcv_cascade_group).
+GROUP_BLOCK = 1024
+
+
+@group_kernel.override("cupy")
+def _group_cupy(cand: Any, win_x: Any, win_y: Any, win_level: Any, factors: Any, recip: Any, *,
+                window: tuple[int, int], min_neighbors: int, eps: float, width: int, height: int,
+                capacity: int) -> Any:
+    """One CUDA block: components by hooking and pointer jumping instead of the portable
+    version's reachability products (no C x C matrices), the same boxes; divisions by
+    ``__fdiv_rn`` (correctly rounded, as ``recip``)."""
+    import cupy
+
+    from .backends.cupy import cuda_function
+
+    cand, win_x, win_y, win_level = (cupy.asarray(a) for a in (cand, win_x, win_y, win_level))
+    factors = cupy.asarray(factors)
+    if (cand.dtype != cupy.int32 or cand.shape[0] < capacity + 2 or factors.dtype != cupy.float32
+            or any(a.dtype != cupy.int32 for a in (win_x, win_y, win_level))):
+        return NotImplemented
+    scratch = cupy.empty(16 * capacity, dtype=cupy.int32)
+    res = cupy.empty(2 + 5 * capacity, dtype=cupy.int32)
+    fn = cuda_function("cascade.cu", f"portcv_cascade_group<{GROUP_BLOCK}>")
+    fn((1,), (GROUP_BLOCK,), (cand, np.int32(capacity), win_x, win_y, win_level, factors, np.int32(window[0]),
+                              np.int32(window[1]), np.int32(min_neighbors), np.float64(eps), np.int32(width),
+                              np.int32(height), scratch, res))
+    return res

@@ -27,6 +27,7 @@ import numpy as np
 from .. import _validate
 from ..backends import owner_of, to_numpy
 from ._detector import (
+    GROUP_EPS,
     candidates_to_rects,
     check_params,
     clip_rects,
@@ -41,8 +42,6 @@ from ._xml import Cascade, parse_cascade
 __all__ = ["Cascade", "CascadeDetector", "load_cascade", "group_rectangles", "GROUP_EPS", "detect_video",
            "VideoDetections"]
 
-#: OpenCV's ``GROUP_EPS`` for ``detectMultiScale``.
-GROUP_EPS = 0.2
 
 
 def load_cascade(path_or_name: Any) -> Cascade:
@@ -262,10 +261,13 @@ class CascadeDetector:
                     raw: bool) -> tuple[np.ndarray, np.ndarray]:
         height, width = gray.shape
         # The cached geometry, the launches and the single read-back: _detector.run_scan.
-        scanned = run_scan(self.cascade, gray, sf, mins, maxs, split, device_cache=self._device, state=self._grids)
+        scanned = run_scan(self.cascade, gray, sf, mins, maxs, split, device_cache=self._device, state=self._grids,
+                           min_neighbors=0 if raw else mn)
         if scanned is None:
             return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
-        grid, idx = scanned
+        grid, idx, grouped = scanned
+        if grouped is not None:  # grouped and clipped on the device (CuPy)
+            return grouped
         rects = candidates_to_rects(grid, idx, self.cascade.window)
         if raw or mn == 0:
             neighbours = np.ones(rects.shape[0], np.int32)

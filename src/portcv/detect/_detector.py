@@ -14,9 +14,11 @@ from .._cascade import (
     candidates_kernel,
     compact_kernel,
     evaluate_kernel,
+    group_kernel,
     integrals_kernel,
     plan_evaluate_kernel,
     pyramid_kernel,
+    reciprocals,
 )
 from ..backends import backend, to_numpy
 from ._group import group_rectangles_impl
@@ -24,6 +26,8 @@ from ._xml import Cascade, read_cascade
 
 #: scikit-image's copy of OpenCV's LBP frontal-face cascade (with its tag typo).
 SKIMAGE_LBP_NAME = "lbpcascade_frontalface_opencv.xml"
+#: OpenCV's ``GROUP_EPS`` for ``detectMultiScale``.
+GROUP_EPS = 0.2
 #: Largest ``scale_factor`` accepted.
 MAX_SCALE_FACTOR = 10.0
 #: Smallest plan capacity on backends that compile per shape (JAX); see next_capacity.
@@ -203,8 +207,10 @@ def next_capacity(count: int, limit: int) -> int:
 # Cached scan geometry: everything a detection needs that depends only on (image size, window,
 # scale_factor, min/max size) -- computed once, uploaded once per device
 # --------------------------------------------------------------------------------------------
-#: Grouped candidates read back in the one device -> host copy (more: a second, rare copy).
+#: Candidates read back in the one device -> host copy (more: a second, rare copy).
 CANDIDATE_LIMIT = 4096
+#: Boxes read back in that copy after grouping on the device (more: a second copy).
+GROUP_READ = 256
 #: Geometries kept (each holds its maps and window grid on the host and on each device used).
 GEOMETRY_CACHE = 8
 
@@ -291,6 +297,19 @@ class ScanGeometry:
             self._device[key] = hit
         return hit
 
+    def group_arrays(self, b: Any) -> tuple:
+        """``(x, y, level, factors, recip)`` of the window grid on backend ``b``, group_kernel's
+        inputs (int32, int32, int32, float32, float32 reciprocals); uploaded once per device."""
+        key = (device_key(b), "group")
+        hit = self._device.get(key)
+        if hit is None:
+            g = self.grid
+            host = (g.x.astype(np.int32), g.y.astype(np.int32), g.level, g.factors, reciprocals(CANDIDATE_LIMIT))
+            hit = tuple(b.asarray(a) for a in host)
+            b.synchronize()
+            self._device[key] = hit
+        return hit
+
 
 @functools.lru_cache(maxsize=GEOMETRY_CACHE)
 def scan_geometry(width: int, height: int, window: tuple[int, int], scale_factor: float, min_size: tuple[int, int],
@@ -343,35 +362,67 @@ def plan_levels(b: Any, split: int, n_stages: int) -> tuple[int, ...]:
     return tuple(bounds)
 
 
-def level_step(b: Any, bounds: tuple[int, ...], static: dict) -> Any:
-    """One level of the later phase, compiled as one program with ``b.jit`` (one dispatch per
-    level on JAX): stages ``[bounds[k], bounds[k+1])`` on the plan, then (given ``capacity``)
-    the survivors compacted into the next plan ``(plan, count)``; without it, the statuses."""
+def scan_program(b: Any, bounds: tuple[int, ...], static: dict, packed_shape: tuple[int, int]) -> Any:
+    """The whole scan of one frame after its upload, compiled with ``b.jit`` (one JAX program
+    per capacity set; CuPy and NumPy run it as it is, launch by launch).
 
-    def step(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any, *arrays: Any, k: int,
-             capacity: int | None) -> Any:
-        status = plan_evaluate_kernel(sums, sqsums, tilt, windows, plan, count, *arrays, stage_begin=bounds[k],
-                                      stage_end=bounds[k + 1], check_variance=False, **static)
-        if capacity is None:
-            return status
-        keep, n = compact_kernel(status, None, capacity=capacity)  # the surviving slots, in order
-        return b.xp.take(plan, keep), n
+    ``program(gray, xmap, ymap, xtab, ytab, windows, row_end, win_x, win_y, win_level, factors,
+    recip, *arrays, caps, limit, group)``: the pyramid, the integrals, stages ``[0, bounds[0])``
+    on every window, the skip rule and compaction, then each level ``[bounds[k], bounds[k+1])``
+    on the plan, compacted again between levels (into ``caps[k + 1]`` slots), the candidates
+    (``limit``) and, given ``group = (min_neighbors, capacity, width, height)``, their grouping.
+    Returns ``(grouped or None, candidates, level counts)``, or with ``pack`` (JAX) the three
+    concatenated into one int32 vector: one device -> host copy.
+    """
+    levels = len(bounds) - 1
 
-    return b.jit(step, static_argnames=("k", "capacity"))
+    def program(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, windows: Any, row_end: Any, win_x: Any,
+                win_y: Any, win_level: Any, factors: Any, recip: Any, *arrays: Any, caps: tuple[int, ...], limit: int,
+                group: tuple | None, pack: bool) -> Any:
+        xp = b.xp
+        packed = pyramid_kernel(gray, xmap, ymap, xtab, ytab, shape=packed_shape)
+        sums, sqsums, tilt = integrals_kernel(packed, tilted=static["has_tilted"])
+        status = evaluate_kernel(sums, sqsums, tilt, windows, *arrays, stage_begin=0, stage_end=bounds[0],
+                                 check_variance=True, **static)
+        plan, count = compact_kernel(status, row_end, capacity=caps[0])
+        counts = [count]
+        for k in range(levels):
+            status = plan_evaluate_kernel(sums, sqsums, tilt, windows, plan, count, *arrays, stage_begin=bounds[k],
+                                          stage_end=bounds[k + 1], check_variance=False, **static)
+            if k + 1 < levels:  # the survivors, in order, into the next level's plan
+                keep, count = compact_kernel(status, None, capacity=caps[k + 1])
+                plan = xp.take(plan, keep)
+                counts.append(count)
+        cand = candidates_kernel(plan, count, status, limit=limit)
+        grouped = None
+        if group is not None:
+            min_neighbors, capacity, width, height = group
+            grouped = group_kernel(cand, win_x, win_y, win_level, factors, recip, window=static["window"],
+                                   min_neighbors=min_neighbors, eps=GROUP_EPS, width=width, height=height,
+                                   capacity=capacity)
+        if pack:
+            parts = ([] if grouped is None else [grouped]) + [cand, xp.stack(counts)]
+            return xp.concat(parts)
+        return grouped, cand, counts
+
+    return b.jit(program, static_argnames=("caps", "limit", "group", "pack"))
 
 
 def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, max_size: Any, split: int, *,
-             device_cache: dict, state: dict) -> tuple[ScanGrid, np.ndarray] | None:
-    """One gray frame through the whole scan: ``(grid, candidate window indices)`` or ``None``.
+             device_cache: dict, state: dict, min_neighbors: int = 0) -> tuple | None:
+    """One gray frame through the whole scan: ``(grid, candidate window indices, None)``, or
+    ``(grid, None, (rects, neighbours))`` when the candidates were grouped (``min_neighbors >
+    0``) and clipped on the device (CuPy, JAX), or ``None`` when no window fits the frame.
 
-    Launches (CuPy, a Haar cascade without tilted features): the pyramid gather (1), the
-    integral images (3), stages ``[0, split)`` on every window (1), the skip rule and
-    compaction (3), stages ``[split, S)`` on the plan with the count on the device (1, or 5 with
-    the deep stages: ``_cascade_cuda``), the compaction of the survivors and the candidate copy
-    (3 + 1), then one device -> host copy of
-    ``CANDIDATE_LIMIT + 2`` int32. Nothing is read back before the end. On JAX the later phase
-    has several levels (``plan_levels``) and their plan counts come back in the same copy;
-    ``state`` (per detector) holds the capacities learned there.
+    The device work is :func:`scan_program`; nothing is read back before its end. Launches on
+    CuPy (a Haar cascade without tilted features): the pyramid gather (1), the integral images
+    (3), stages ``[0, split)`` on every window (1), the skip rule and compaction (3), stages
+    ``[split, S)`` on the plan with the count on the device (1, or 5 with the deep stages:
+    ``_cascade_cuda``), the compaction of the survivors and the candidate copy (3 + 1), the
+    grouping (1), then one small device -> host copy (the first ``GROUP_READ`` boxes, or
+    ``CANDIDATE_LIMIT + 2`` int32 candidates). On JAX it is one program whose later phase has
+    several levels (``plan_levels``); their plan counts come back in the same copy, and
+    ``state`` (per detector) holds the capacities learned from them.
     """
     c = cascade
     height, width = gray.shape
@@ -382,78 +433,96 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     if grid is None or grid.size == 0:
         return None
     b = backend()
-    xmap, ymap, xtab, ytab, windows, row_end = geo.on(b)
     arrays = cascade_arrays(c, device_cache)
     layout = device_cache.get("stage_layout")
     if layout is None:
         layout = device_cache["stage_layout"] = c.stage_layout()  # static: computed once per detector
     static = dict(feature_type=c.feature_type, window=c.window, has_tilted=c.has_tilted, stages=layout)
-    S = c.n_stages
-    split = min(split, S)
-
-    packed = pyramid_kernel(gray, xmap, ymap, xtab, ytab, shape=geo.packed_shape)
-    sums, sqsums, tilt = integrals_kernel(packed, tilted=c.has_tilted)
-    status = evaluate_kernel(sums, sqsums, tilt, windows, *arrays, stage_begin=0, stage_end=split,
-                             check_variance=True, **static)
-
-    bounds = plan_levels(b, split, S)
+    split = min(split, c.n_stages)
+    bounds = plan_levels(b, split, c.n_stages)
     levels = len(bounds) - 1
-
-    step_key = ("level_step", bounds, device_key(b))
-    step = device_cache.get(step_key)
-    if step is None:
-        step = device_cache[step_key] = level_step(b, bounds, static)
-
-    def later(caps: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """Candidates ``[count, n, indices...]`` and each level's plan count, in one copy."""
-        xp = b.xp
-        plan, count = compact_kernel(status, row_end, capacity=caps[0])
-        counts = [count]
-        for k in range(levels - 1):
-            plan, count = step(sums, sqsums, tilt, windows, plan, count, *arrays, k=k, capacity=caps[k + 1])
-            counts.append(count)
-        final = step(sums, sqsums, tilt, windows, plan, count, *arrays, k=levels - 1, capacity=None)
-        out = candidates_kernel(plan, count, final, limit=CANDIDATE_LIMIT)
-        if levels == 1:  # out[0] is the one plan's count
-            out = to_numpy(out)
-            level_counts = out[:1]
-        else:
-            out = to_numpy(xp.concat([out, xp.stack(counts)]))
-            out, level_counts = out[: CANDIDATE_LIMIT + 2], out[CANDIDATE_LIMIT + 2 :]
-        if int(out[1]) > CANDIDATE_LIMIT:  # rare: more candidates than the first copy holds
-            out = to_numpy(candidates_kernel(plan, count, final, limit=caps[-1]))
-        return out, level_counts
+    program_key = ("scan_program", bounds, geo.packed_shape, device_key(b))
+    program = device_cache.get(program_key)
+    if program is None:
+        program = device_cache[program_key] = scan_program(b, bounds, static, geo.packed_shape)
+    inputs = (gray,) + geo.on(b) + geo.group_arrays(b)
+    pack = b.name == "jax"
 
     key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, device_key(b))
-    caps = state.get(key)
+    caps, group_cap = state.get(key, (None, None))
     if caps is None or len(caps) != levels:
         caps = (plan_capacity(b, grid.size),) * levels  # a later level holds at most its predecessor's plan
+    group_cap = group_capacity(b, group_cap) if min_neighbors > 0 else None
+    limit = CANDIDATE_LIMIT
     while True:
-        out, level_counts = later(caps)
+        group = None if group_cap is None else (min_neighbors, group_cap, width, height)
+        result = program(*inputs, *arrays, caps=caps, limit=limit, group=group, pack=b.name == "jax")
+        grouped, cand, level_counts = read_back(result, group, limit, levels)
+        if cand is None:  # grouped on CuPy: nothing can have overflowed
+            return grid, None, unpack_boxes(grouped)
         # Level k may have overflowed when its count reached its capacity and more windows
         # could have been there (every window, for the first level; the previous level's plan
-        # after it). Level 0 is counted exactly (its statuses are still on the device), a later
-        # level gets its predecessor's capacity, and so does every level after it: the redo
-        # cannot overflow after level k.
+        # after it). A level after an overflowed one gets its predecessor's capacity: the redo
+        # cannot overflow there again. Only JAX starts below every window (plan_capacity).
         full = [k for k in range(levels) if level_counts[k] >= caps[k] and caps[k] < (grid.size if k == 0 else caps[k - 1])]
-        if not full:
-            break
-        k = full[0]
-        if k == 0:
-            _, total = compact_kernel(status, row_end, capacity=grid.size)
-            total = int(to_numpy(total))
-            grown = next_capacity(total + total // 8 + 1, grid.size)
+        if full:
+            k = full[0]
+            caps = caps[:k] + ((grid.size if k == 0 else caps[k - 1]),) * (levels - k)
+        elif int(cand[1]) > limit:  # rare: more candidates than the copy holds; all of them, then
+            limit = max(caps[-1], limit + 1)
         else:
-            grown = caps[k - 1]
-        caps = caps[:k] + (grown,) * (levels - k)
+            break
+    n = int(cand[1])
+    learned = group_cap
     if b.name == "jax":
-        # The next frame of this geometry: a level's capacity shrinks to its count plus a
-        # quarter when that is under half of it (hysteresis: each new capacity is a JAX
-        # compilation). CuPy and NumPy keep room for every window (no redo ever).
-        caps = tuple(next_capacity(int(n) + int(n) // 4 + 1, cap) if 2 * int(n) < cap else cap
-                     for n, cap in zip(level_counts, caps))
+        # The next frame of this geometry: a capacity shrinks to its count plus a quarter when
+        # that is under half of it, and grows so when the count passed it (hysteresis: each new
+        # capacity is a JAX compilation). CuPy and NumPy keep room for every window (no redo).
+        caps = tuple(next_capacity(int(m) + int(m) // 4 + 1, cap) if 2 * int(m) < cap else cap
+                     for m, cap in zip(level_counts, caps))
+        if group_cap is not None and (n > group_cap or 2 * n < group_cap):
+            learned = next_capacity(n + n // 4 + 1, CANDIDATE_LIMIT)
     if len(state) >= 64:
         state.pop(next(iter(state)))
-    state[key] = caps
-    n = int(out[1])
-    return grid, out[2 : 2 + n].astype(np.int64)
+    state[key] = (caps, learned if learned is not None else state.get(key, (None, None))[1])
+    if grouped is not None and int(grouped[1]) >= 0:
+        return grid, None, unpack_boxes(grouped)
+    return grid, cand[2 : 2 + n].astype(np.int64), None  # the host groups them (NumPy, or an overflow)
+
+
+def read_back(result: Any, group: tuple | None, limit: int, levels: int) -> tuple:
+    """``(grouped, candidates, level counts)`` on the host from :func:`scan_program`'s result, in
+    one device -> host copy: the packed vector (JAX); the boxes' head when they were grouped on
+    the device, with ``candidates = None`` (CuPy); else the candidates, whose first entry is the
+    one level's plan count (CuPy, NumPy: one level)."""
+    if not isinstance(result, tuple):
+        out = to_numpy(result)
+        g = 0 if group is None else 2 + 5 * group[1]
+        return (out[:g] if group else None), out[g : g + limit + 2], out[g + limit + 2 :]
+    grouped, cand, counts = result
+    if grouped is not None:
+        head = to_numpy(grouped[: 2 + 5 * GROUP_READ])
+        m = int(head[1])
+        if m >= 0:
+            return (head if m <= GROUP_READ else to_numpy(grouped)), None, None
+    cand = to_numpy(cand)
+    level_counts = cand[:1] if levels == 1 else np.array([int(to_numpy(n)) for n in counts])
+    return None, cand, level_counts
+
+
+def group_capacity(b: Any, learned: int | None) -> int | None:
+    """Candidates grouped on the device: all of them on CuPy (one CUDA block, no C x C
+    matrices), a learned capacity on JAX (its portable grouping is C x C; overflow: the host
+    groups that frame), none on NumPy (the host's grouping is its fastest)."""
+    if b.name == "cupy":
+        return CANDIDATE_LIMIT
+    if b.name == "jax":
+        return learned or MIN_CAPACITY
+    return None
+
+
+def unpack_boxes(grouped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rects, neighbours)`` from group_kernel's ``[n, m, (x, y, w, h, neighbours) * m, ...]``."""
+    m = int(grouped[1])
+    boxes = grouped[2 : 2 + 5 * m].reshape(m, 5)
+    return np.ascontiguousarray(boxes[:, :4]), np.ascontiguousarray(boxes[:, 4])

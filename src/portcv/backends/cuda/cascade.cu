@@ -419,3 +419,151 @@ __global__ void portcv_cascade_candidates(const int* __restrict__ plan, const in
         out[i] = v;
     }
 }
+
+// OpenCV's groupRectangles (eps, min_neighbors) and the clip to the image, on the device, for
+// the candidates of one detection (`cand`, as portcv_cascade_candidates writes it). One block;
+// the portable version is _cascade.py's group_kernel, the host reference
+// portcv/detect/_group.py (group_rectangles_impl, then clip_rects); every step below is their
+// arithmetic:
+// 1. rect of window w: rint(float(x_w) * f), ..., rint(float(window) * f), f the level's float
+//    factor (candidates_to_rects);
+// 2. classes = connected components of SimilarRects (|dx|, |dy|, |dright|, |dbottom| <= delta,
+//    delta = eps * (min(w) + min(h)) * 0.5 in double), labelled by their smallest member: rounds
+//    of hooking (atomicMin of the larger root onto the smaller) and pointer jumping until a round
+//    hooks nothing; classes are numbered in the order of their smallest member (cv::partition);
+// 3. average rect: integer sums, rint(float(sum) * (1.f / n)); dx = rint(w * eps) in double;
+// 4. a class is kept when n > min_neighbors and no other big class (expanded by its dx, dy)
+//    contains it with n_j > max(3, n_i) or n_i < 3; then clipped, empty clips dropped.
+// res: [n candidates, m boxes, then (x, y, w, h, neighbours) per box, in class order, zeros after]
+// (2 + 5 * limit ints; limit = the portable version's capacity). When cand[1] > limit, m = -1
+// and the rest is zeros: the host groups the candidates itself. scratch: 16 * limit ints.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK)
+portcv_cascade_group(const int* __restrict__ cand, int limit, const int* __restrict__ win_x,
+                     const int* __restrict__ win_y, const int* __restrict__ win_level,
+                     const float* __restrict__ factors, int window_w, int window_h, int min_neighbors, double eps,
+                     int width, int height, int* __restrict__ scratch, int* __restrict__ res) {
+    __shared__ int s_warp[BLOCK / 32];
+    const int tid = threadIdx.x;
+    const int total = cand[1];
+    if (total > limit) {
+        for (int k = tid; k < 2 + 5 * limit; k += BLOCK) res[k] = k == 0 ? total : (k == 1 ? -1 : 0);
+        return;
+    }
+    const int n = total;
+    int* rx = scratch;  // per candidate, then per class (the class averages)
+    int* ry = rx + limit;
+    int* rw = ry + limit;
+    int* rh = rw + limit;
+    int* label = rh + limit;  // per candidate, then the class's dx
+    int* next = label + limit;  // pointer jumping, then the class's dy
+    int* rank = next + limit;  // class number of each root
+    int* members = rank + limit;
+    long long* sums = reinterpret_cast<long long*>(members + limit);  // 4 per class
+
+    // 1. Candidate rects.
+    for (int i = tid; i < n; i += BLOCK) {
+        const int w = cand[2 + i];
+        const float f = factors[win_level[w]];
+        rx[i] = __float2int_rn(__fmul_rn((float)win_x[w], f));
+        ry[i] = __float2int_rn(__fmul_rn((float)win_y[w], f));
+        rw[i] = __float2int_rn(__fmul_rn((float)window_w, f));
+        rh[i] = __float2int_rn(__fmul_rn((float)window_h, f));
+        label[i] = i;
+        members[i] = 0;
+        sums[4 * i] = sums[4 * i + 1] = sums[4 * i + 2] = sums[4 * i + 3] = 0;
+    }
+    __syncthreads();
+
+    // 2. Components: hook, then jump pointers until every label is a root; stop when nothing hooked.
+    for (;;) {
+        int hooked = 0;
+        for (int i = tid >> 5; i < n; i += BLOCK / 32) {  // a warp per candidate i, lanes over j > i
+            for (int j = i + 1 + (tid & 31); j < n; j += 32) {
+                const double delta = __dmul_rn(__dmul_rn(eps, (double)(min(rw[i], rw[j]) + min(rh[i], rh[j]))), 0.5);
+                if (fabs((double)(rx[i] - rx[j])) <= delta && fabs((double)(ry[i] - ry[j])) <= delta &&
+                    fabs((double)(rx[i] + rw[i] - rx[j] - rw[j])) <= delta &&
+                    fabs((double)(ry[i] + rh[i] - ry[j] - rh[j])) <= delta) {
+                    const int a = label[i], b = label[j];
+                    if (a != b) {
+                        atomicMin(&label[max(a, b)], min(a, b));
+                        hooked = 1;
+                    }
+                }
+            }
+        }
+        if (!__syncthreads_or(hooked)) break;
+        for (;;) {
+            int moved = 0;
+            for (int i = tid; i < n; i += BLOCK) next[i] = label[label[i]];
+            __syncthreads();
+            for (int i = tid; i < n; i += BLOCK) {
+                moved |= next[i] != label[i];
+                label[i] = next[i];
+            }
+            if (!__syncthreads_or(moved)) break;
+        }
+    }
+
+    // 3. Class numbers in the order of the smallest member (a root), then integer sums.
+    const int per = (n + BLOCK - 1) / BLOCK;
+    const int begin = min(n, tid * per), end = min(n, begin + per);
+    int roots = 0;
+    for (int i = begin; i < end; ++i) roots += label[i] == i;
+    int classes;
+    int r = block_exclusive_scan<BLOCK>(roots, s_warp, classes);
+    for (int i = begin; i < end; ++i)
+        if (label[i] == i) rank[i] = r++;
+    __syncthreads();
+    for (int i = tid; i < n; i += BLOCK) {
+        const int c = rank[label[i]];
+        atomicAdd(&members[c], 1);
+        atomicAdd(reinterpret_cast<unsigned long long*>(&sums[4 * c]), (unsigned long long)(long long)rx[i]);
+        atomicAdd(reinterpret_cast<unsigned long long*>(&sums[4 * c + 1]), (unsigned long long)(long long)ry[i]);
+        atomicAdd(reinterpret_cast<unsigned long long*>(&sums[4 * c + 2]), (unsigned long long)(long long)rw[i]);
+        atomicAdd(reinterpret_cast<unsigned long long*>(&sums[4 * c + 3]), (unsigned long long)(long long)rh[i]);
+    }
+    __syncthreads();
+
+    // 4. Averages (rx.. now per class), the containment test, the clip, the ordered output.
+    for (int c = tid; c < classes; c += BLOCK) {
+        const float s = __fdiv_rn(1.f, (float)members[c]);
+        rx[c] = __float2int_rn(__fmul_rn(__ll2float_rn(sums[4 * c]), s));
+        ry[c] = __float2int_rn(__fmul_rn(__ll2float_rn(sums[4 * c + 1]), s));
+        rw[c] = __float2int_rn(__fmul_rn(__ll2float_rn(sums[4 * c + 2]), s));
+        rh[c] = __float2int_rn(__fmul_rn(__ll2float_rn(sums[4 * c + 3]), s));
+        label[c] = __double2int_rn(__dmul_rn((double)rw[c], eps));
+        next[c] = __double2int_rn(__dmul_rn((double)rh[c], eps));
+    }
+    __syncthreads();
+    const int cper = (classes + BLOCK - 1) / BLOCK;
+    const int cbegin = min(classes, tid * cper), cend = min(classes, cbegin + cper);
+    int kept = 0;
+    for (int i = cbegin; i < cend; ++i) {
+        bool keep = members[i] > min_neighbors;
+        for (int j = 0; keep && j < classes; ++j) {
+            if (j == i || members[j] <= min_neighbors) continue;
+            const bool inside = rx[i] >= rx[j] - label[j] && ry[i] >= ry[j] - next[j] &&
+                                rx[i] + rw[i] <= rx[j] + rw[j] + label[j] && ry[i] + rh[i] <= ry[j] + rh[j] + next[j];
+            if (inside && (members[j] > max(3, members[i]) || members[i] < 3)) keep = false;
+        }
+        const int x0 = max(rx[i], 0), y0 = max(ry[i], 0);
+        const int x1 = min(rx[i] + rw[i], width), y1 = min(ry[i] + rh[i], height);
+        rank[i] = keep && x1 > x0 && y1 > y0;  // rank is free: reused as the keep flag
+        kept += rank[i];
+    }
+    int m;
+    int o = block_exclusive_scan<BLOCK>(kept, s_warp, m);
+    for (int i = cbegin; i < cend; ++i) {
+        if (!rank[i]) continue;
+        const int x0 = max(rx[i], 0), y0 = max(ry[i], 0);
+        int* box = res + 2 + 5 * o++;
+        box[0] = x0;
+        box[1] = y0;
+        box[2] = min(rx[i] + rw[i], width) - x0;
+        box[3] = min(ry[i] + rh[i], height) - y0;
+        box[4] = members[i];
+    }
+    for (int k = 2 + 5 * m + tid; k < 2 + 5 * limit; k += BLOCK) res[k] = 0;
+    if (tid == 0) { res[0] = total; res[1] = m; }
+}

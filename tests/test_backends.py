@@ -119,6 +119,22 @@ def test_arrays_move_between_backends(backend):
     np.testing.assert_array_equal(portcv.asarray(moved), host)  # back onto numpy, the default
 
 
+def test_take_gathers_as_numpy_on_every_backend(backend):
+    """``xp.take`` of the portable code (JAX's skips jnp's bounds masks): NumPy's elements,
+    negative indices wrapping, along an axis and flat, also under jit."""
+    host = np.arange(24, dtype=np.int64).reshape(4, 6) * 7
+    idx = np.array([0, 5, -1, -6, 3], np.int32)
+    with portcv.using(backend) as b:
+        xp = b.xp
+        a, i = portcv.asarray(host), portcv.asarray(idx)
+        np.testing.assert_array_equal(portcv.to_numpy(xp.take(a, i, axis=1)), np.take(host, idx, axis=1))
+        rows = np.array([3, -4, 0, -1], np.int32)
+        np.testing.assert_array_equal(portcv.to_numpy(xp.take(a, portcv.asarray(rows), axis=0)),
+                                      np.take(host, rows, axis=0))
+        flat = b.jit(lambda v, k: xp.take(xp.reshape(v, (-1,)), k))
+        np.testing.assert_array_equal(portcv.to_numpy(flat(a, i)), np.take(host.reshape(-1), idx))
+
+
 def test_to_numpy_accepts_lists():
     np.testing.assert_array_equal(portcv.to_numpy([1, 2]), [1, 2])
 

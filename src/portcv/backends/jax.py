@@ -19,6 +19,32 @@ import numpy as np
 from . import Backend, BackendUnavailableError
 
 
+class _Namespace:
+    """``jax.numpy`` as the portable code's ``xp``, with one change: ``take`` gathers without
+    jnp's bounds masks.
+
+    ``jnp.take`` defaults to ``mode='fill'``: every gathered element is compared with the axis
+    bounds and selected against a fill value, which in the cascade's stage evaluation cost
+    about a fifth of the GPU time. Portable code never gathers out of bounds (NumPy, the
+    reference, would raise), so the masks decide nothing: negative indices still wrap as in
+    NumPy, then XLA's plain gather (``mode='clip'``) reads the same elements.
+    """
+
+    def __init__(self, jnp: Any) -> None:
+        self._jnp = jnp
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._jnp, name)
+
+    def take(self, x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
+        jnp = self._jnp
+        indices = jnp.asarray(indices)
+        if jnp.issubdtype(indices.dtype, jnp.signedinteger):
+            n = x.size if axis is None else x.shape[axis]
+            indices = jnp.where(indices < 0, indices + n, indices)
+        return jnp.take(x, indices, axis=axis, mode="clip")
+
+
 class JaxBackend(Backend):
     name = "jax"
     install_hint = "install JAX (pip install 'portcv[jax]', or jax[cuda13] for the GPU)"
@@ -32,7 +58,7 @@ class JaxBackend(Backend):
             raise BackendUnavailableError(f"backend 'jax' needs the jax package ({exc}); {self.install_hint}") from exc
         jax.config.update("jax_enable_x64", True)
         jax.devices()  # fails early, with JAX's own message, if no platform initializes
-        return jnp
+        return _Namespace(jnp)
 
     def owns(self, array: Any) -> bool:
         jax = sys.modules.get("jax")

@@ -86,6 +86,20 @@ def cases() -> dict[str, Callable[[], Callable[[], Any]]]:
     }
 
 
+def fusion_lines(dump_dir: str, seen: set[str]) -> dict[str, str]:
+    """Fusion name -> its defining instruction in the optimized HLO dumped since ``seen`` (the
+    case's own modules; the largest wins a name clash: that is the pipeline's program)."""
+    lines: dict[str, str] = {}
+    files = sorted(set(glob.glob(os.path.join(dump_dir, "*after_optimizations.txt"))) - seen, key=os.path.getsize)
+    for path in files:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("%") and " fusion(" in line:
+                    lines[line[1:].split(" ", 1)[0]] = line
+    return lines
+
+
 def kernel_times(trace_dir: str) -> tuple[dict[str, float], int]:
     """GPU kernel time (us) by name over the trace, and the number of kernel events."""
     path = sorted(glob.glob(os.path.join(trace_dir, "**", "perfetto_trace.json.gz"), recursive=True))[-1]
@@ -112,12 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default=",".join(all_cases), help=f"from {', '.join(all_cases)}")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--hlo", action="store_true",
+                    help="dump the optimized HLO and print each top kernel's instruction (its shape and operands)")
     args = ap.parse_args(argv)
+    dump = tempfile.mkdtemp() if args.hlo else None
+    if dump:  # before JAX starts its backend
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_dump_to={dump} --xla_dump_hlo_as_text").strip()
     portcv.use("jax")
     print(f"JAX {jax.__version__} on {jax.devices()[0]}")
     for name in [c.strip() for c in args.cases.split(",") if c.strip()]:
         if name not in all_cases:
             ap.error(f"--cases: unknown case {name!r}")
+        seen = set(glob.glob(os.path.join(dump, "*after_optimizations.txt"))) if dump else set()
         run = all_cases[name]()
         for _ in range(3):
             jax.block_until_ready(run())
@@ -134,8 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         gpu_us = sum(total.values()) / args.repeat
         print(f"\n{name}: wall {wall_us:,.0f} us/call, GPU kernels {gpu_us:,.0f} us/call "
               f"({n / args.repeat:.0f} kernels/call, {100 * gpu_us / wall_us:.0f}% of wall)")
+        hlo = fusion_lines(dump, seen) if dump else {}
         for kname, us in sorted(total.items(), key=lambda kv: -kv[1])[: args.top]:
             print(f"  {us / args.repeat:10,.1f} us  {kname[:110]}")
+            if kname in hlo:
+                print(f"                 {hlo[kname][:240]}")
     return 0
 
 

@@ -384,6 +384,7 @@ def test_static_plan_capacity_overflow_is_redone(monkeypatch, backend, astronaut
     with portcv.using("numpy"):
         ref = det.detect(small, min_neighbors=0)
     monkeypatch.setattr(_detector, "plan_capacity", lambda b, size: 256)
+    monkeypatch.setattr(_detector, "LEARNED_CAPACITIES", {})
     if bounds is not None:
         monkeypatch.setattr(_detector, "plan_levels", lambda b, split, n: bounds)
     det2 = CascadeDetector(det.cascade)
@@ -392,6 +393,9 @@ def test_static_plan_capacity_overflow_is_redone(monkeypatch, backend, astronaut
         assert all(np.array_equal(a, b) for a, b in zip(ref, out))
     ((caps, _),) = det2._grids.values()
     assert caps[0] > 256 and len(caps) == (1 if bounds is None else len(bounds) - 1)
+    det3 = CascadeDetector(det.cascade)  # a new detector starts from what det2 learned
+    det3.detect(portcv.asarray(small), min_neighbors=0)
+    assert det3._grids == det2._grids
 
 
 def test_group_capacity_overflow_groups_on_the_host(monkeypatch, backend, astronaut_gray):
@@ -404,6 +408,7 @@ def test_group_capacity_overflow_groups_on_the_host(monkeypatch, backend, astron
         ref = det.detect(astronaut_gray, min_neighbors=3)
     real = _detector.group_capacity
     monkeypatch.setattr(_detector, "group_capacity", lambda b, learned: None if b.name == "numpy" else learned or 8)
+    monkeypatch.setattr(_detector, "LEARNED_CAPACITIES", {})
     det2 = CascadeDetector(det.cascade)
     for _ in range(2):
         out = det2.detect(portcv.asarray(astronaut_gray), min_neighbors=3)

@@ -20,6 +20,7 @@ from .._cascade import (
     pyramid_kernel,
     reciprocals,
 )
+from .. import backends
 from ..backends import backend, to_numpy
 from ._group import group_rectangles_impl
 from ._xml import Cascade, read_cascade
@@ -211,6 +212,8 @@ def next_capacity(count: int, limit: int) -> int:
 CANDIDATE_LIMIT = 4096
 #: Boxes read back in that copy after grouping on the device (more: a second copy).
 GROUP_READ = 256
+#: Capacities learned per (frame geometry, cascade statics), shared by all detectors (64 kept).
+LEARNED_CAPACITIES: dict = {}
 #: Geometries kept (each holds its maps and window grid on the host and on each device used).
 GEOMETRY_CACHE = 8
 
@@ -362,9 +365,12 @@ def plan_levels(b: Any, split: int, n_stages: int) -> tuple[int, ...]:
     return tuple(bounds)
 
 
-def scan_program(b: Any, bounds: tuple[int, ...], static: dict, packed_shape: tuple[int, int]) -> Any:
-    """The whole scan of one frame after its upload, compiled with ``b.jit`` (one JAX program
-    per capacity set; CuPy and NumPy run it as it is, launch by launch).
+@functools.lru_cache(maxsize=32)
+def scan_program(backend_name: str, bounds: tuple[int, ...], static_items: tuple, packed_shape: tuple[int, int]) -> Any:
+    """The whole scan of one frame after its upload, compiled with the backend's ``jit`` (one
+    JAX program per capacity set; CuPy and NumPy run it as it is, launch by launch). Cached per
+    process, not per detector: a new detector of the same cascade and frame geometry reuses
+    the compilations (``static_items``: the cascade's static parameters, sorted items).
 
     ``program(gray, xmap, ymap, xtab, ytab, windows, row_end, win_x, win_y, win_level, factors,
     recip, *arrays, caps, limit, group)``: the pyramid, the integrals, stages ``[0, bounds[0])``
@@ -374,6 +380,8 @@ def scan_program(b: Any, bounds: tuple[int, ...], static: dict, packed_shape: tu
     Returns ``(grouped or None, candidates, level counts)``, or with ``pack`` (JAX) the three
     concatenated into one int32 vector: one device -> host copy.
     """
+    b = backends.get(backend_name)
+    static = dict(static_items)
     levels = len(bounds) - 1
 
     def program(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, windows: Any, row_end: Any, win_x: Any,
@@ -422,7 +430,8 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     grouping (1), then one small device -> host copy (the first ``GROUP_READ`` boxes, or
     ``CANDIDATE_LIMIT + 2`` int32 candidates). On JAX it is one program whose later phase has
     several levels (``plan_levels``); their plan counts come back in the same copy, and
-    ``state`` (per detector) holds the capacities learned from them.
+    ``state`` (per detector, seeded from ``LEARNED_CAPACITIES``) holds the capacities learned
+    from them.
     """
     c = cascade
     height, width = gray.shape
@@ -441,15 +450,16 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     split = min(split, c.n_stages)
     bounds = plan_levels(b, split, c.n_stages)
     levels = len(bounds) - 1
-    program_key = ("scan_program", bounds, geo.packed_shape, device_key(b))
-    program = device_cache.get(program_key)
-    if program is None:
-        program = device_cache[program_key] = scan_program(b, bounds, static, geo.packed_shape)
+    static_key = tuple(sorted(static.items()))
+    program = scan_program(b.name, bounds, static_key, geo.packed_shape)
     inputs = (gray,) + geo.on(b) + geo.group_arrays(b)
     pack = b.name == "jax"
 
     key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, device_key(b))
-    caps, group_cap = state.get(key, (None, None))
+    # A new detector of the same cascade starts from what an earlier one learned (JAX: its
+    # capacities are compiled programs; starting from scratch costs a slow first frame).
+    shared_key = (key, static_key)
+    caps, group_cap = state.get(key) or LEARNED_CAPACITIES.get(shared_key, (None, None))
     if caps is None or len(caps) != levels:
         caps = (plan_capacity(b, grid.size),) * levels  # a later level holds at most its predecessor's plan
     group_cap = group_capacity(b, group_cap) if min_neighbors > 0 else None
@@ -482,9 +492,11 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
                      for m, cap in zip(level_counts, caps))
         if group_cap is not None and (n > group_cap or 2 * n < group_cap):
             learned = next_capacity(n + n // 4 + 1, CANDIDATE_LIMIT)
-    if len(state) >= 64:
-        state.pop(next(iter(state)))
-    state[key] = (caps, learned if learned is not None else state.get(key, (None, None))[1])
+    learned = (caps, learned if learned is not None else state.get(key, (None, None))[1])
+    for table, k in ((state, key), (LEARNED_CAPACITIES, shared_key)):
+        if len(table) >= 64:
+            table.pop(next(iter(table)))
+        table[k] = learned
     if grouped is not None and int(grouped[1]) >= 0:
         return grid, None, unpack_boxes(grouped)
     return grid, cand[2 : 2 + n].astype(np.int64), None  # the host groups them (NumPy, or an overflow)

@@ -453,7 +453,6 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     static_key = tuple(sorted(static.items()))
     program = scan_program(b.name, bounds, static_key, geo.packed_shape)
     inputs = (gray,) + geo.on(b) + geo.group_arrays(b)
-    pack = b.name == "jax"
 
     key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, device_key(b))
     # A new detector of the same cascade starts from what an earlier one learned (JAX: its
@@ -483,20 +482,20 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
         else:
             break
     n = int(cand[1])
-    learned = group_cap
     if b.name == "jax":
         # The next frame of this geometry: a capacity shrinks to its count plus a quarter when
-        # that is under half of it, and grows so when the count passed it (hysteresis: each new
-        # capacity is a JAX compilation). CuPy and NumPy keep room for every window (no redo).
+        # that is under half of it (hysteresis: each new capacity is a JAX compilation); the
+        # grouping's capacity also grows so when the candidates overflowed it. CuPy and NumPy
+        # keep room for every window (no redo).
         caps = tuple(next_capacity(int(m) + int(m) // 4 + 1, cap) if 2 * int(m) < cap else cap
                      for m, cap in zip(level_counts, caps))
         if group_cap is not None and (n > group_cap or 2 * n < group_cap):
-            learned = next_capacity(n + n // 4 + 1, CANDIDATE_LIMIT)
-    learned = (caps, learned if learned is not None else state.get(key, (None, None))[1])
+            group_cap = next_capacity(n + n // 4 + 1, CANDIDATE_LIMIT)
+    entry = (caps, group_cap if group_cap is not None else state.get(key, (None, None))[1])
     for table, k in ((state, key), (LEARNED_CAPACITIES, shared_key)):
         if len(table) >= 64:
             table.pop(next(iter(table)))
-        table[k] = learned
+        table[k] = entry
     if grouped is not None and int(grouped[1]) >= 0:
         return grid, None, unpack_boxes(grouped)
     return grid, cand[2 : 2 + n].astype(np.int64), None  # the host groups them (NumPy, or an overflow)

@@ -419,14 +419,15 @@ def test_group_capacity_overflow_groups_on_the_host(monkeypatch, backend, astron
 
 
 def _host_grouping(x, y, level, factors, idx, window, min_neighbors, width, height):
-    """The host path after the candidates: rects (OpenCV's float32 mapping), groupRectangles, clip."""
-    from portcv.detect._detector import GROUP_EPS, clip_rects
+    """The host path after the candidates (CascadeDetector on NumPy): rects, groupRectangles, clip."""
+    from types import SimpleNamespace
+
+    from portcv.detect._detector import GROUP_EPS, candidates_to_rects, clip_rects
     from portcv.detect._group import group_rectangles_impl
 
-    f = factors[level[idx]]
-    rects = np.stack([np.rint(x[idx].astype(np.float32) * f), np.rint(y[idx].astype(np.float32) * f),
-                      np.rint(np.float32(window[0]) * f), np.rint(np.float32(window[1]) * f)], axis=1)
-    return clip_rects(*group_rectangles_impl(rects.astype(np.int32), min_neighbors, GROUP_EPS), width, height)
+    grid = SimpleNamespace(x=x.astype(np.int64), y=y.astype(np.int64), level=level, factors=factors)
+    rects = candidates_to_rects(grid, idx, window)
+    return clip_rects(*group_rectangles_impl(rects, min_neighbors, GROUP_EPS), width, height)
 
 
 def _candidate_clusters(seed: int, capacity: int):

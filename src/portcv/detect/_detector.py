@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import functools
-import math
 import os
 from typing import Any
 
 import numpy as np
 
-from .. import _validate
+from .. import _validate, backends
 from .._cascade import (
     candidates_kernel,
     compact_kernel,
@@ -20,9 +19,7 @@ from .._cascade import (
     pyramid_kernel,
     reciprocals,
 )
-from .. import backends
 from ..backends import backend, to_numpy
-from ._group import group_rectangles_impl
 from ._xml import Cascade, read_cascade
 
 #: scikit-image's copy of OpenCV's LBP frontal-face cascade (with its tag typo).

@@ -1,5 +1,6 @@
-"""_border.pad_axis (static slices + concat, a gather only for repeated reflection) equals the
-index rule _border.border_indices, on every backend, for every pad length, axis and dtype."""
+"""_border.pad_axis (static slices + concat, on JAX an OR of lax.pads, a gather only for repeated
+reflection) equals the index rule _border.border_indices, on every backend, for every pad
+length, axis and dtype."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def gathered(x: np.ndarray, axis: int, before: int, after: int, border: str, val
 def test_pad_axis_equals_the_index_rule(backend, border):
     rng = np.random.default_rng(7)
     b = portcv.backends.get(backend)
-    for shape, dtype in [((1, 1), np.uint8), ((1, 5), np.int32), ((4, 3), np.uint8), ((3, 4, 2), np.int32)]:
+    for shape, dtype in [((1, 1), np.uint8), ((1, 5), np.int32), ((4, 3), np.uint8), ((3, 4, 2), np.int32),
+                         ((5, 4), np.int16), ((4, 6), np.bool_)]:
         x = rng.integers(0, 256, shape).astype(dtype)
         # pads of 0, below, at and beyond the axis length - 1 (past it, reflect101 gathers)
         cases = list(itertools.product(range(-len(shape), 0), [0, 1, 3, 11], [0, 2, 11]))

@@ -31,7 +31,7 @@ import portcv
 
 def cases() -> dict[str, Callable[[], Callable[[], Any]]]:
     """Name -> a builder returning the call to profile (inputs already on the JAX device)."""
-    from portcv import color, edges, filters, motion
+    from portcv import color, edges, filters, motion, transform
 
     def video(h: int, w: int, pairs: int) -> Any:
         two = color.rgb_to_gray(portcv.data.moving_shapes(2, h, w, seed=0))
@@ -82,6 +82,9 @@ def cases() -> dict[str, Callable[[], Callable[[], Any]]]:
         "median5_4k_x8": one(lambda x: filters.median_filter(x, 5, channel_axis=None), lambda: gray4k(8)),
         "histogram4k_x8": one(lambda x: color.histogram(x, channel_axis=None), lambda: gray4k(8)),
         "binarize_otsu4k_x8": one(lambda x: color.binarize_auto(x, method="otsu"), lambda: gray4k(8)),
+        "integral4k_x8": one(lambda x: transform.integral(x, channel_axis=None), lambda: gray4k(8)),
+        "convolve5_4k_x8": one(lambda x: filters.convolve2d(x, np.ones((5, 5), np.int32), 0, channel_axis=None),
+                               lambda: gray4k(8)),
         "detect1080": detect1080,
     }
 

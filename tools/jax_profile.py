@@ -4,9 +4,9 @@
     python tools/jax_profile.py [--cases motion640,edges4k,...] [--repeat 10] [--top 8]
 
 Per case: the wall time per call (synchronized), the GPU kernel time per call and its share of
-the wall time, and the kernels (XLA fusions, named after their HLO) that take most of it. Run on
-the CUDA machine; on a CPU-only machine JAX's CPU kernels are not in the trace (only the wall
-time is meaningful there).
+the wall time, how long the call takes to return (the host's dispatch), and the kernels (XLA
+fusions, named after their HLO) that take most of it. Run on the CUDA machine; on a CPU-only
+machine JAX's CPU kernels are not in the trace (only the wall time is meaningful there).
 """
 
 from __future__ import annotations
@@ -148,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeat):
             jax.block_until_ready(run())
         wall_us = (time.perf_counter() - t0) / args.repeat * 1e6
+        returns = []  # host time until the call returns (dispatch), each call then waited for
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            out = run()
+            returns.append(time.perf_counter() - t0)
+            jax.block_until_ready(out)
+        dispatch_us = sorted(returns)[len(returns) // 2] * 1e6
         with tempfile.TemporaryDirectory() as d:
             jax.profiler.start_trace(d, create_perfetto_trace=True)
             for _ in range(args.repeat):
@@ -156,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             total, n = kernel_times(d)
         gpu_us = sum(total.values()) / args.repeat
         print(f"\n{name}: wall {wall_us:,.0f} us/call, GPU kernels {gpu_us:,.0f} us/call "
-              f"({n / args.repeat:.0f} kernels/call, {100 * gpu_us / wall_us:.0f}% of wall)")
+              f"({n / args.repeat:.0f} kernels/call, {100 * gpu_us / wall_us:.0f}% of wall), "
+              f"the call returns after {dispatch_us:,.0f} us (median)")
         hlo = fusion_lines(dump, seen) if dump else {}
         for kname, us in sorted(total.items(), key=lambda kv: -kv[1])[: args.top]:
             print(f"  {us / args.repeat:10,.1f} us  {kname[:110]}")

@@ -7,9 +7,11 @@ histograms, the thresholds) on the device, so a pipeline never waits for the hos
 
 * ``histogram``: exact counts per frame (and channel). Portable: one stable sort of per-frame
   keys and a ``searchsorted`` of every key value (memory O(pixels), never pixels x bins; NumPy
-  sorts uint8/uint16 keys with a radix sort). JAX: an integer scatter-add (XLA sorts slowly on
-  the CPU) into up to 256 copies of the counters, summed after, so that neighbouring pixels'
-  GPU atomics do not contend. CuPy: ``cuda/histogram.cu``, per-warp shared-memory
+  sorts uint8/uint16 keys with a radix sort). JAX on a GPU, one channel: a Pallas kernel that
+  counts 256 pixels per step as an int8 one-hot matrix product on the tensor cores
+  (:func:`pallas_histogram`); otherwise an integer scatter-add (XLA sorts slowly on the CPU)
+  into up to 256 copies of the counters, summed after, so that neighbouring pixels' GPU atomics
+  do not contend. CuPy: ``cuda/histogram.cu``, per-warp shared-memory
   sub-histograms merged with one 64-bit atomic per bin per block (integer atomics commute, so
   the counts are exact in any order).
 * ``threshold_two_peaks``: the report's two-maxima rule, with its three readings (see

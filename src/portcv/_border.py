@@ -93,10 +93,10 @@ def pad_axis(xp: Any, x: Any, axis: int, before: int, after: int, border: str, v
 
 def _fusible_jax(x: Any) -> bool:
     """A JAX integer or boolean array (or tracer): :func:`pad_axis` pads it with ``lax.pad``."""
-    if not type(x).__module__.startswith("jax"):
-        return False
-    kind = np.dtype(x.dtype).kind
-    return kind in "iub"
+    from .backends import owner_of
+
+    owner = owner_of(x)
+    return owner is not None and owner.name == "jax" and np.dtype(x.dtype).kind in "iub"
 
 
 def _pad_by_or(x: Any, axis: int, left: Any, right: Any, border: str, value: int) -> Any:

@@ -127,6 +127,7 @@ _PALLAS_STEP = 256
 _PALLAS_MAX_STEPS = 32
 
 
+@functools.lru_cache(maxsize=None)
 def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: bool = False) -> Any:
     """Jitted counts (int64) of one-channel uint8 images of ``shape`` by a Pallas (Triton) kernel,
     or ``None`` where it does not apply (several channels, empty or too many frames).
@@ -145,12 +146,6 @@ def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: boo
     programs = chunks // steps if steps else 0
     if channels != 1 or not 0 < frames <= 65535 or not 0 < programs <= 65535:
         return None
-    return _pallas_histogram(frames, pixels, steps, programs, bins, lead, has_channels, interpret)
-
-
-@functools.lru_cache(maxsize=None)
-def _pallas_histogram(frames: int, pixels: int, steps: int, programs: int, bins: int, lead: tuple,
-                      has_channels: bool, interpret: bool) -> Any:
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl

@@ -23,7 +23,7 @@ from .oracles import median as oracle
 cv2 = pytest.importorskip("cv2")
 
 ksizes = st.sampled_from([3, 5, 7, 9, 11, 13, 15])
-MEDIAN_CU = Path(portcv.__file__).parent / "backends" / "cuda" / "median.cu"
+MEDIAN_CU = portcv._median.MEDIAN_CU
 
 
 def opencv_median(img, channel_axis, k):
@@ -37,6 +37,15 @@ def opencv_median(img, channel_axis, k):
 # ---------------------------------------------------------------- backends agree
 @given(data=images(channels=(None, 1, 3, 4)), k=ksizes, border=borders, value=st.integers(0, 255))
 def test_median_filter_same_bits_on_every_backend(backend, data, k, border, value):
+    img, axis = data
+    matches_numpy(backend, filters.median_filter, img, k, border=border, border_value=value, channel_axis=axis)
+
+
+@given(data=images(channels=(None, 1, 3, 4), max_h=40, max_w=40), k=st.sampled_from(portcv._median.CIRCUIT_KSIZES),
+       border=borders, value=st.integers(0, 255))
+def test_median_filter_circuit_sizes_same_bits_on_every_backend(backend, data, k, border, value):
+    """k = 3, 5: the sizes both GPU backends compute with median.cu's tile circuits (JAX as array
+    operations over every tile, CuPy in CUDA), drawn on their own so each example exercises them."""
     img, axis = data
     matches_numpy(backend, filters.median_filter, img, k, border=border, border_value=value, channel_axis=axis)
 
@@ -85,15 +94,6 @@ def _define(name: str) -> int:
     return int(re.search(rf"#define {name} (\d+)", MEDIAN_CU.read_text()).group(1))
 
 
-def _circuit(k: int) -> tuple[list[tuple[str, int, int, int]], dict[tuple[int, int], int]]:
-    """The tile{k} block of median.cu: its gates (kind, dst, a, b) and outputs {(x, y): value}."""
-    text = MEDIAN_CU.read_text()
-    body = re.search(rf"BEGIN tile{k} \*/(.*?)/\* END tile{k}", text, re.S).group(1)
-    gates = [(kind, int(d), int(a), int(b)) for kind, d, a, b in re.findall(r"(MIN|MAX)\((\d+), (\d+), (\d+)\)", body)]
-    outputs = {(int(x), int(y)): int(v) for x, y, v in re.findall(r"OUT\((\d+), (\d+), (\d+)\)", body)}
-    return gates, outputs
-
-
 @pytest.mark.parametrize("k", [3, 5])
 def test_cuda_median_circuits_select_the_median(k):
     """Each OUT value of median.cu's tile circuit is the median of its own window, for every input.
@@ -106,10 +106,9 @@ def test_cuda_median_circuits_select_the_median(k):
     the same expression share one node. Every node is then evaluated on all 2^(k*k) 0-1
     assignments at once, bit-sliced (variables 0..5 index the bit of a uint64 word, the rest
     the word), and each output must be 1 iff at least n // 2 + 1 variables are 1."""
-    tx, ty = _define("NETWORK_TX"), _define("NETWORK_TY")
+    tx, ty, gates, outputs = portcv._median.tile_circuit(k)
     fw, fh = tx + k - 1, ty + k - 1
     n_in, n = fw * fh, k * k
-    gates, outputs = _circuit(k)
     assert sorted(outputs) == [(x, y) for x in range(tx) for y in range(ty)]
     assert _define(f"PORTCV_MEDIAN_TILE{k}_VALUES") == n_in + len(gates)
     assert [d for _, d, _, _ in gates] == list(range(n_in, n_in + len(gates)))  # each value set once, in order

@@ -51,6 +51,7 @@ def cases() -> dict[str, tuple[Callable[[Any], Any], Callable[[], np.ndarray]]]:
         "trivial640": (lambda x: x + 1, lambda: _gray(480, 640)),
         "trivial4k": (lambda x: x + 1, g4k),
         "rawjit640": (lambda x: _RAW_JIT[0](x), lambda: _gray(480, 640)),
+        "rawjit4k": (lambda x: _RAW_JIT[0](x), g4k),
         "edges4k": (lambda x: edges.detect(x, 70, 80), g4k),
         "gaussian4k": (lambda x: filters.gaussian_blur(x, ksize=5, sigma=1.2, **one), g4k),
         "box4k": (lambda x: filters.box_blur(x, 5, **one), g4k),

@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                     jax.block_until_ready(fn(xj))
                 pr.disable()
             pstats.Stats(pr).sort_stats("tottime").print_stats(14)
-        if have_cupy:
+        if have_cupy and not name.startswith("rawjit"):
             with portcv.using("cupy"):
                 xc = portcv.asarray(host)
             c = cupy_figures(fn, xc, args.n)

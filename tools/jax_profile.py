@@ -79,6 +79,7 @@ def cases() -> dict[str, Callable[[], Callable[[], Any]]]:
                              lambda: gray4k(8)),
         "sobel4k_x8": one(lambda x: filters.sobel(x, 1, 0, channel_axis=None), lambda: gray4k(8)),
         "mean4k_x8": one(lambda x: filters.mean_filter(x, 5, channel_axis=None), lambda: gray4k(8)),
+        "median5_4k": one(lambda x: filters.median_filter(x, 5, channel_axis=None), lambda: gray4k(1)),
         "median5_4k_x8": one(lambda x: filters.median_filter(x, 5, channel_axis=None), lambda: gray4k(8)),
         "histogram4k_x8": one(lambda x: color.histogram(x, channel_axis=None), lambda: gray4k(8)),
         "binarize_otsu4k_x8": one(lambda x: color.binarize_auto(x, method="otsu"), lambda: gray4k(8)),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -89,13 +89,19 @@ def tile_circuit(ksize: int) -> tuple[int, int, tuple[tuple[str, int, int, int],
     return _define(text, "NETWORK_TX"), _define(text, "NETWORK_TY"), gates, outputs
 
 
-def circuit_median(xp: Any, img: Any, *, ksize: int, has_channels: bool, border: str, border_value: int) -> Any:
+def circuit_median(
+    xp: Any, img: Any, *, ksize: int, has_channels: bool, border: str, border_value: int,
+    materialize: Callable[[tuple], tuple] = lambda planes: planes,
+) -> Any:
     """The k x k median (k in :data:`CIRCUIT_KSIZES`) by :func:`tile_circuit`, in array operations.
 
     Each circuit input is one strided view of the padded image (footprint cell ``(j, f)`` of
     every tile at once), each gate one elementwise ``minimum``/``maximum`` of two such arrays, and
     the ``tx * ty`` outputs are interleaved back into the image: about 66 min/max per pixel for
     k = 5, against 200 compares and adds for the bitwise count. Exact: it only selects values.
+    ``materialize`` receives the ``tx * ty`` output planes before they are interleaved (JAX: an
+    optimization barrier, so that XLA computes the gates once instead of once per output pixel
+    inside the interleaving copy).
     """
     tx, ty, gates, outputs = tile_circuit(ksize)
     k = ksize
@@ -115,7 +121,8 @@ def circuit_median(xp: Any, img: Any, *, ksize: int, has_channels: bool, border:
             value[j * fw + f] = x[..., j: j + ty * (rows - 1) + 1: ty, f: f + tx * (cols - 1) + 1: tx]
     for kind, d, a, b in gates:
         value[d] = (xp.minimum if kind == "MIN" else xp.maximum)(value[a], value[b])
-    tile_rows = [xp.stack([value[outputs[(ox, oy)]] for ox in range(tx)], axis=-1) for oy in range(ty)]
+    planes = materialize(tuple(value[outputs[(ox, oy)]] for oy in range(ty) for ox in range(tx)))
+    tile_rows = [xp.stack(planes[oy * tx: (oy + 1) * tx], axis=-1) for oy in range(ty)]
     out = xp.stack(tile_rows, axis=-3)  # (..., rows, ty, cols, tx)
     out = xp.reshape(out, out.shape[:-4] + (rows * ty, cols * tx))[..., :height, :width]
     return xp.moveaxis(out, -3, -1) if has_channels else out
@@ -129,7 +136,7 @@ def _circuit_median_jax(ksize: int, has_channels: bool, border: str, border_valu
 
     xp = get("jax").xp
     return jax.jit(functools.partial(circuit_median, xp, ksize=ksize, has_channels=has_channels, border=border,
-                                     border_value=border_value))
+                                     border_value=border_value, materialize=jax.lax.optimization_barrier))
 
 
 @median_filter_kernel.override("jax")

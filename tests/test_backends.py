@@ -161,6 +161,24 @@ def test_kernel_uses_override_and_falls_back_on_notimplemented():
         kernel("test_double")(lambda xp, x: x)
 
 
+def test_portcv_calls_inside_a_users_jax_jit_equal_the_direct_calls():
+    """portcv compiles its JAX programs with compiler options, which JAX allows only on a
+    top-level jit: called inside a user's own jitted pipeline, the kernels must inline instead."""
+    jax = pytest.importorskip("jax")
+    from portcv import color, filters
+
+    try:
+        backends.get("jax")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    rgb = portcv.data.synthetic_rgb(23, 37, seed=1)
+    with portcv.using("jax"):
+        pipeline = jax.jit(lambda im: filters.median_filter(color.rgb_to_gray(im), 5))
+        inside = pipeline(portcv.asarray(rgb))
+        direct = filters.median_filter(color.rgb_to_gray(rgb), 5)
+    np.testing.assert_array_equal(portcv.to_numpy(inside), portcv.to_numpy(direct))
+
+
 def test_every_cuda_source_ships_with_the_package():
     from importlib import resources
 

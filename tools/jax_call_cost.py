@@ -16,7 +16,6 @@ them. Compare runs with different ``XLA_FLAGS`` by running the script once per s
 from __future__ import annotations
 
 import argparse
-import collections
 import glob
 import gzip
 import json
@@ -52,6 +51,7 @@ def cases() -> dict[str, tuple[Callable[[Any], Any], Callable[[], np.ndarray]]]:
         "trivial4k": (lambda x: x + 1, g4k),
         "rawjit640": (lambda x: _RAW_JIT[0](x), lambda: _gray(480, 640)),
         "rawjit4k": (lambda x: _RAW_JIT[0](x), g4k),
+        "rgb_to_gray4k": (lambda x: color.rgb_to_gray(x), lambda: portcv.data.synthetic_rgb(2160, 3840, seed=0)),
         "edges4k": (lambda x: edges.detect(x, 70, 80), g4k),
         "gaussian4k": (lambda x: filters.gaussian_blur(x, ksize=5, sigma=1.2, **one), g4k),
         "box4k": (lambda x: filters.box_blur(x, 5, **one), g4k),

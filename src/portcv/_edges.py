@@ -31,6 +31,7 @@ import numpy as np
 from ._border import BORDER_CODE, pad_axis
 from ._gradients import gradients_kernel
 from ._kernel import kernel
+from .backends.jax import jit
 from ._separable import separable_filter_kernel
 
 #: Sector codes of :func:`sectors`: the gradient direction, as the paper's four sectors.
@@ -424,7 +425,6 @@ def hysteresis_kernel(xp: Any, state: Any) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _hysteresis_jax_compiled(steps: int) -> Any:
-    import jax
     import jax.numpy as jnp
     from jax import lax
 
@@ -440,7 +440,7 @@ def _hysteresis_jax_compiled(steps: int) -> Any:
         edge, _ = lax.while_loop(lambda carry: carry[1], body, (edge, jnp.asarray(True)))
         return _edge_image(jnp, edge)
 
-    return jax.jit(run)
+    return jit(run)
 
 
 @hysteresis_kernel.override("jax")

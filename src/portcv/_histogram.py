@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ._kernel import kernel
+from .backends.jax import jit
 
 #: Bin counts a histogram may have: the divisors of 256 (bin = value * bins // 256).
 BINS = tuple(1 << k for k in range(9))
@@ -85,7 +86,6 @@ _HISTOGRAM_COUNTERS = 2**16
 
 @functools.lru_cache(maxsize=None)
 def _histogram_jax_compiled(bins: int, has_channels: bool) -> Any:
-    import jax
     import jax.numpy as jnp
 
     def run(img: Any) -> Any:
@@ -118,7 +118,7 @@ def _histogram_jax_compiled(bins: int, has_channels: bool) -> Any:
         counts = jnp.sum(jnp.reshape(counts, (copies, n_keys)).astype(jnp.int64), axis=0)
         return jnp.reshape(counts, lead + ((channels, bins) if has_channels else (bins,)))
 
-    return jax.jit(run)
+    return jit(run)
 
 
 #: Pallas histogram: pixels per step of a program's loop (one 16 x 16 x 256 integer MMA), and at
@@ -182,7 +182,7 @@ def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: boo
             counts = jnp.sum(jnp.reshape(counts, (frames, bins, 256 // bins)), axis=-1)
         return jnp.reshape(counts, lead + ((1, bins) if has_channels else (bins,)))
 
-    return jax.jit(run)
+    return jit(run)
 
 
 @histogram_kernel.override("jax")
@@ -336,7 +336,6 @@ def otsu_kernel(xp: Any, hist: Any) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _otsu_jax_compiled() -> Any:
-    import jax
     import jax.numpy as jnp
     from jax import lax
 
@@ -386,7 +385,7 @@ def _otsu_jax_compiled() -> Any:
         (_, _, _, max_val), _ = lax.scan(step, init, xs, unroll=8)
         return jnp.reshape(max_val, lead)
 
-    return jax.jit(run)
+    return jit(run)
 
 
 @otsu_kernel.override("jax")

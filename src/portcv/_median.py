@@ -23,6 +23,7 @@ import numpy as np
 
 from ._border import BORDER_CODE, pad_axis
 from ._kernel import kernel
+from .backends.jax import jit
 
 #: Window sizes: odd, 3 to 15 (a 15 x 15 window holds 225 values, so counts fit uint8).
 MIN_KSIZE, MAX_KSIZE = 3, 15
@@ -135,7 +136,7 @@ def _circuit_median_jax(ksize: int, has_channels: bool, border: str, border_valu
     from .backends import get
 
     xp = get("jax").xp
-    return jax.jit(functools.partial(circuit_median, xp, ksize=ksize, has_channels=has_channels, border=border,
+    return jit(functools.partial(circuit_median, xp, ksize=ksize, has_channels=has_channels, border=border,
                                      border_value=border_value, materialize=jax.lax.optimization_barrier))
 
 

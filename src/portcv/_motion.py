@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ._kernel import kernel
+from .backends.jax import jit
 
 #: Which text of the paper a function follows where its pseudocode and its CUDA listing differ.
 VARIANTS = ("pseudocode", "listing")
@@ -178,7 +179,6 @@ def _difference_jax_compiled(beta: int, variant: str) -> Any:
     recomputed every tap per cell row (H100, 4K: 2.1 of 4.1 ms of the motion pipeline; 1.5x
     faster at 1080p and 4K with the barriers, 5 % slower at 640x480).
     """
-    import jax
     import jax.numpy as jnp
     from jax import lax
 
@@ -201,7 +201,7 @@ def _difference_jax_compiled(beta: int, variant: str) -> Any:
                 crop_mask(w, LISTING_CROP).reshape(1, w))
         return lax.optimization_barrier(jnp.where(keep, jnp.uint8(255), jnp.uint8(0)))
 
-    return jax.jit(run)
+    return jit(run)
 
 
 @difference_kernel.override("cupy")

@@ -16,9 +16,6 @@ them. Compare runs with different ``XLA_FLAGS`` by running the script once per s
 from __future__ import annotations
 
 import argparse
-import glob
-import gzip
-import json
 import os
 import statistics
 import sys
@@ -94,15 +91,9 @@ def _spin(out: Any) -> Any:
 def gpu_span_us(trace_dir: str, calls: int) -> tuple[float, float]:
     """(GPU kernel time per call, median span of one call) from a ``jax.profiler`` trace of
     ``calls`` calls, each waited for (so calls are separated by idle gaps of the host)."""
-    path = sorted(glob.glob(os.path.join(trace_dir, "**", "perfetto_trace.json.gz"), recursive=True))[-1]
-    with gzip.open(path) as f:
-        data = json.load(f)
-    events = data["traceEvents"] if isinstance(data, dict) else data
-    names = {e["pid"]: e.get("args", {}).get("name", "") for e in events
-             if e.get("ph") == "M" and e.get("name") == "process_name"}
-    gpu = {pid for pid, name in names.items() if "gpu" in name.lower()}
-    kernels = sorted((float(e["ts"]), float(e["dur"])) for e in events
-                     if e.get("ph") == "X" and e.get("pid") in gpu and "dur" in e)
+    from jax_profile import gpu_kernel_events  # tools/, beside this script
+
+    kernels = sorted((ts, dur) for _, ts, dur in gpu_kernel_events(trace_dir))
     if not kernels:
         return float("nan"), float("nan")
     total = sum(d for _, d in kernels)

@@ -104,22 +104,26 @@ def fusion_lines(dump_dir: str, seen: set[str]) -> dict[str, str]:
     return lines
 
 
-def kernel_times(trace_dir: str) -> tuple[dict[str, float], int]:
-    """GPU kernel time (us) by name over the trace, and the number of kernel events."""
+def gpu_kernel_events(trace_dir: str) -> list[tuple[str, float, float]]:
+    """``(name, start us, duration us)`` of every GPU kernel in the ``jax.profiler`` trace in ``trace_dir``."""
     path = sorted(glob.glob(os.path.join(trace_dir, "**", "perfetto_trace.json.gz"), recursive=True))[-1]
     with gzip.open(path) as f:
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
     names = {e["pid"]: e.get("args", {}).get("name", "") for e in events
              if e.get("ph") == "M" and e.get("name") == "process_name"}
-    gpu = {pid for pid, name in names.items() if "GPU" in name or "gpu" in name}
+    gpu = {pid for pid, name in names.items() if "gpu" in name.lower()}
+    return [(e["name"], float(e["ts"]), float(e["dur"])) for e in events
+            if e.get("ph") == "X" and e.get("pid") in gpu and "dur" in e]
+
+
+def kernel_times(trace_dir: str) -> tuple[dict[str, float], int]:
+    """GPU kernel time (us) by name over the trace, and the number of kernel events."""
     total: dict[str, float] = collections.defaultdict(float)
-    n = 0
-    for e in events:
-        if e.get("ph") == "X" and e.get("pid") in gpu and "dur" in e:
-            total[e["name"]] += float(e["dur"])
-            n += 1
-    return total, n
+    events = gpu_kernel_events(trace_dir)
+    for name, _, dur in events:
+        total[name] += dur
+    return total, len(events)
 
 
 def main(argv: list[str] | None = None) -> int:

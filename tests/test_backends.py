@@ -176,7 +176,18 @@ def test_portcv_calls_inside_a_users_jax_jit_equal_the_direct_calls():
         pipeline = jax.jit(lambda im: filters.median_filter(color.rgb_to_gray(im), 5))
         inside = pipeline(portcv.asarray(rgb))
         direct = filters.median_filter(color.rgb_to_gray(rgb), 5)
+        # A call inside the trace whose arguments are all constants (no tracer among them).
+        constant = jax.jit(lambda im: im + filters.median_filter(rgb[..., 0], 3))(portcv.asarray(rgb[..., 1]))
+        constant_direct = filters.median_filter(rgb[..., 0], 3) + rgb[..., 1]
     np.testing.assert_array_equal(portcv.to_numpy(inside), portcv.to_numpy(direct))
+    np.testing.assert_array_equal(portcv.to_numpy(constant), portcv.to_numpy(constant_direct))
+    # A traced keyword argument.
+    from portcv.backends.jax import jit
+
+    double = jit(lambda *, x: 2 * x)
+    assert int(jax.jit(lambda v: double(x=v))(3)) == 6
+    # Inside a trace with only a NumPy constant: JAX refuses the options as nested.
+    assert int(jax.jit(lambda v: double(x=np.int32(3)) + v)(1)) == 7
 
 
 def test_every_cuda_source_ships_with_the_package():

@@ -3,7 +3,6 @@ default border equals cv2.medianBlur bit-for-bit."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,10 +89,6 @@ def test_median_filter_equals_opencv_on_tiny_images(k, shape):
 
 
 # ---------------------------------------------------------------- the CUDA circuits
-def _define(name: str) -> int:
-    return int(re.search(rf"#define {name} (\d+)", MEDIAN_CU.read_text()).group(1))
-
-
 @pytest.mark.parametrize("k", [3, 5])
 def test_cuda_median_circuits_select_the_median(k):
     """Each OUT value of median.cu's tile circuit is the median of its own window, for every input.
@@ -110,7 +105,7 @@ def test_cuda_median_circuits_select_the_median(k):
     fw, fh = tx + k - 1, ty + k - 1
     n_in, n = fw * fh, k * k
     assert sorted(outputs) == [(x, y) for x in range(tx) for y in range(ty)]
-    assert _define(f"PORTCV_MEDIAN_TILE{k}_VALUES") == n_in + len(gates)
+    assert portcv._median._define(MEDIAN_CU.read_text(), f"PORTCV_MEDIAN_TILE{k}_VALUES") == n_in + len(gates)
     assert [d for _, d, _, _ in gates] == list(range(n_in, n_in + len(gates)))  # each value set once, in order
     assert all(a < d and b < d for _, d, a, b in gates)  # operands are set before they are read
 

@@ -78,16 +78,18 @@ def peer_module(backend: str) -> Any:
         raise NotImplementedError(f"peer {backend!r} needs {name} ({exc})") from exc
 
 
-# (backend, id of a host frame) -> (the frame, kept alive so its id stays its own; its device copy)
+# (backend, id of a shared frame) -> (the frame, kept alive so its id stays its own; its device copy)
 _PREPARED: dict[tuple[str, int], tuple[np.ndarray, Any]] = {}
+# ids of the frames rgb_image and gray_image returned (they live as long as the process)
+_SHARED_FRAMES: set[int] = set()
 
 
 def prepare(backend: str, array: np.ndarray) -> Any:
     """``array`` moved once to ``backend``'s device (skips the benchmark if it cannot run here).
 
-    A read-only frame (the cached inputs of :func:`rgb_image` and :func:`gray_image`) is moved
-    once per process and its device copy reused by every later setup; other arrays are moved
-    each time.
+    A frame returned by :func:`rgb_image` or :func:`gray_image` is moved once per process and
+    its device copy reused by every later setup (benchmarks must not modify their inputs in
+    place: the host frame is read-only, a CuPy copy cannot be); other arrays are moved each time.
     """
     b = require(backend)
     key = (b.name, id(array))
@@ -96,7 +98,7 @@ def prepare(backend: str, array: np.ndarray) -> Any:
         return hit[1]
     with portcv.using(b.name):
         moved = portcv.asarray(array)
-    if not array.flags.writeable:
+    if id(array) in _SHARED_FRAMES:
         _PREPARED[key] = (array, moved)
     return moved
 
@@ -174,8 +176,10 @@ def make_inputs() -> None:
         np.save(_input_path("gray", size), _make_gray(rgb))
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
+def _shared(array: np.ndarray) -> np.ndarray:
+    """``array`` made read-only and recorded as a frame whose device copies :func:`prepare` keeps."""
     array.flags.writeable = False
+    _SHARED_FRAMES.add(id(array))
     return array
 
 
@@ -184,14 +188,14 @@ def rgb_image(size: str) -> np.ndarray:
     """``synthetic_rgb(h, w, seed=0)`` for ``size`` (H, W, 3 uint8 NumPy, read-only, loaded once
     per process): saved copy, or made now. ``.copy()`` it to modify it."""
     path = _input_path("rgb", size)
-    return _read_only(np.load(path) if os.path.exists(path) else _make_rgb(size))
+    return _shared(np.load(path) if os.path.exists(path) else _make_rgb(size))
 
 
 @functools.lru_cache(maxsize=None)
 def gray_image(size: str) -> np.ndarray:
     """The gray (weighted, NumPy) version of :func:`rgb_image` (H, W uint8 NumPy, read-only)."""
     path = _input_path("gray", size)
-    return _read_only(np.load(path) if os.path.exists(path) else _make_gray(_make_rgb(size)))
+    return _shared(np.load(path) if os.path.exists(path) else _make_gray(_make_rgb(size)))
 
 
 class Benchmark:

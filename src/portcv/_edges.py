@@ -31,8 +31,8 @@ import numpy as np
 from ._border import BORDER_CODE, pad_axis
 from ._gradients import gradients_kernel
 from ._kernel import kernel
-from .backends.jax import jit
 from ._separable import separable_filter_kernel
+from .backends.jax import jit
 
 #: Sector codes of :func:`sectors`: the gradient direction, as the paper's four sectors.
 SECTOR_HORIZONTAL, SECTOR_DIAGONAL_45, SECTOR_VERTICAL, SECTOR_DIAGONAL_135, SECTOR_NONE = 0, 1, 2, 3, 4

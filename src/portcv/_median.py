@@ -100,7 +100,8 @@ def circuit_median(
     every tile at once), each gate one elementwise ``minimum``/``maximum`` of two such arrays, and
     the ``tx * ty`` outputs are interleaved back into the image: about 66 min/max per pixel for
     k = 5, against 200 compares and adds for the bitwise count. Exact: it only selects values.
-    ``materialize`` receives the ``tx * ty`` output planes before they are interleaved (JAX: an
+    ``img`` is not empty (the public functions refuse empty images; an empty tile grid would make
+    the strided views' ends negative). ``materialize`` receives the ``tx * ty`` output planes before they are interleaved (JAX: an
     optimization barrier, so that XLA computes the gates once instead of once per output pixel
     inside the interleaving copy).
     """
@@ -137,7 +138,7 @@ def _circuit_median_jax(ksize: int, has_channels: bool, border: str, border_valu
 
     xp = get("jax").xp
     return jit(functools.partial(circuit_median, xp, ksize=ksize, has_channels=has_channels, border=border,
-                                     border_value=border_value, materialize=jax.lax.optimization_barrier))
+                                 border_value=border_value, materialize=jax.lax.optimization_barrier))
 
 
 @median_filter_kernel.override("jax")

@@ -32,20 +32,31 @@ def jit(fn: Callable, static_argnames: tuple[str, ...] = ()) -> Callable:
     """``jax.jit`` with :data:`COMPILER_OPTIONS`: how every portcv program is compiled for JAX.
 
     JAX accepts compiler options only on a top-level program, and portcv's kernels are also
-    called inside other portcv programs (the cascade scan, the motion chain), where they are
-    inlined: a call with traced arguments goes to a plain ``jax.jit`` of ``fn``.
+    called inside jitted programs (a user's, portcv's cascade scan and motion chain), where they
+    are inlined: a call with a traced argument goes to a plain ``jax.jit`` of ``fn``, and so does
+    one that JAX refuses as nested (a call inside a trace with only constant arguments). JAX
+    releases before ``compiler_options`` (0.4.35) get the plain ``jax.jit``. The returned
+    function is a wrapper: it has none of the jitted function's methods (``lower``, ...).
     """
     import jax
 
-    top = jax.jit(fn, static_argnames=static_argnames, compiler_options=COMPILER_OPTIONS)
     nested = jax.jit(fn, static_argnames=static_argnames)
+    try:
+        top = jax.jit(fn, static_argnames=static_argnames, compiler_options=COMPILER_OPTIONS)
+    except TypeError:  # no compiler_options in this JAX
+        return nested
     tracer, leaves = jax.core.Tracer, jax.tree_util.tree_leaves
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if any(isinstance(leaf, tracer) for leaf in leaves(args)):
+        if any(isinstance(leaf, tracer) for leaf in leaves((args, kwargs))):
             return nested(*args, **kwargs)
-        return top(*args, **kwargs)
+        try:
+            return top(*args, **kwargs)
+        except ValueError as exc:
+            if "top-level" not in str(exc):
+                raise
+            return nested(*args, **kwargs)
 
     return call
 

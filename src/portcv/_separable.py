@@ -56,6 +56,19 @@ def _correlate_axis(xp: Any, x: Any, taps: tuple[int, ...], axis: int, border: s
     return acc
 
 
+def _horizontal_dtype(xp: Any, kx: tuple) -> Any:
+    """uint16 or int16 if every horizontal sum over uint8 pixels fits it, else ``None`` (int32).
+
+    ``|sum| <= 255 * sum(|kx|)``, the same bound covering a constant border's ``value * sum(kx)``.
+    """
+    bound = 255 * sum(abs(t) for t in kx)
+    if min(kx) >= 0 and bound <= 65535:
+        return xp.uint16
+    if bound <= 32767:
+        return xp.int16
+    return None
+
+
 def _finish(xp: Any, acc: Any, finish: tuple) -> Any:
     """The one rounding step of a filter (int32 accumulator -> output dtype)."""
     mode, p0, p1, out = finish
@@ -88,6 +101,11 @@ def separable_filter_kernel(
     y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
     # The horizontal pass pads the uint8 image itself (a quarter of int32's bytes) and widens per tap.
     acc = _correlate_axis(xp, img, kx, x_axis, border, border_value)
+    # Its sums are stored in 16 bits where they fit (a 5-tap Gaussian or box: half the bytes the
+    # vertical pass reads, where XLA materializes them); exact, the vertical pass widens per tap.
+    narrow = _horizontal_dtype(xp, kx)
+    if narrow is not None:
+        acc = xp.astype(acc, narrow)
     # Rows outside a constant border are all `value`, so after the horizontal pass they hold value*sum(kx).
     acc = _correlate_axis(xp, acc, ky, y_axis, border, border_value * sum(kx))
     return _finish(xp, acc, finish)

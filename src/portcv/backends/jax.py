@@ -49,7 +49,12 @@ def jit(fn: Callable, static_argnames: tuple[str, ...] = ()) -> Callable:
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if any(isinstance(leaf, tracer) for leaf in leaves((args, kwargs))):
+        # Arrays come positionally (keyword arguments are static tuples and scalars, not
+        # flattened here: that cost a few microseconds a call); a tracer elsewhere still ends
+        # in the nested jit through JAX's refusal below.
+        if any(isinstance(leaf, tracer) for leaf in leaves(args)) or any(
+            isinstance(value, tracer) for value in kwargs.values()
+        ):
             return nested(*args, **kwargs)
         try:
             return top(*args, **kwargs)

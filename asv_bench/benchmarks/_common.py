@@ -78,10 +78,11 @@ def peer_module(backend: str) -> Any:
         raise NotImplementedError(f"peer {backend!r} needs {name} ({exc})") from exc
 
 
-# (backend, id of a shared frame) -> (the frame, kept alive so its id stays its own; its device copy)
-_PREPARED: dict[tuple[str, int], tuple[np.ndarray, Any]] = {}
-# ids of the frames rgb_image and gray_image returned (they live as long as the process)
+# ids of the frames rgb_image and gray_image returned: lru-cached, they live as long as the
+# process, so an id never names another array
 _SHARED_FRAMES: set[int] = set()
+# (backend, id of a shared frame) -> its device copy
+_DEVICE_COPIES: dict[tuple[str, int], Any] = {}
 
 
 def prepare(backend: str, array: np.ndarray) -> Any:
@@ -93,13 +94,12 @@ def prepare(backend: str, array: np.ndarray) -> Any:
     """
     b = require(backend)
     key = (b.name, id(array))
-    hit = _PREPARED.get(key)
-    if hit is not None and hit[0] is array:
-        return hit[1]
+    if key in _DEVICE_COPIES:
+        return _DEVICE_COPIES[key]
     with portcv.using(b.name):
         moved = portcv.asarray(array)
     if id(array) in _SHARED_FRAMES:
-        _PREPARED[key] = (array, moved)
+        _DEVICE_COPIES[key] = moved
     return moved
 
 

@@ -101,9 +101,9 @@ def circuit_median(
     the ``tx * ty`` outputs are interleaved back into the image: about 66 min/max per pixel for
     k = 5, against 200 compares and adds for the bitwise count. Exact: it only selects values.
     ``img`` is not empty (the public functions refuse empty images; an empty tile grid would make
-    the strided views' ends negative). ``materialize`` receives the ``tx * ty`` output planes before they are interleaved (JAX: an
-    optimization barrier, so that XLA computes the gates once instead of once per output pixel
-    inside the interleaving copy).
+    the strided views' ends negative). ``materialize`` receives the ``tx * ty`` output planes
+    before they are interleaved (JAX: an optimization barrier, so that XLA computes the gates
+    once instead of once per output pixel inside the interleaving copy).
     """
     tx, ty, gates, outputs = tile_circuit(ksize)
     k = ksize

@@ -121,10 +121,11 @@ def _histogram_jax_compiled(bins: int, has_channels: bool) -> Any:
     return jit(run)
 
 
-#: Pallas histogram: pixels per step of a program's loop (one 16 x 16 x 256 integer MMA), and at
-#: most this many steps per program (its counts stay below 2^13).
-_PALLAS_STEP = 256
-_PALLAS_MAX_STEPS = 32
+#: Pallas histogram: pixels per step of a program's loop (one 16 x 16 x 1024 integer MMA), and at
+#: most this many steps per program (its counts stay at most 2^13). Measured on an H100 against
+#: 256-2048 pixels, 4-32 steps and 4 or 8 warps (docs/benchmarks.md).
+_PALLAS_STEP = 1024
+_PALLAS_MAX_STEPS = 8
 
 
 @functools.lru_cache(maxsize=None)
@@ -133,11 +134,16 @@ def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: boo
     or ``None`` where it does not apply (several channels, empty or too many frames).
 
     A GPU scatter-add of every pixel costs one global atomic per pixel (about 0.25 ms for a 4K
-    frame on an H100). Here a program counts 256 pixels per step as a matrix product: with
+    frame on an H100). Here a program counts 1024 pixels per step as a matrix product: with
     ``H[p, i] = (value_p >> 4 == i)`` and ``L[p, j] = (value_p & 15 == j)`` (int8 one-hots built
     in registers), ``(H^T L)[i, j]`` is the number of pixels of value ``16 i + j``: an exact
     integer MMA (int32 accumulator) on the tensor cores. Programs write their 16 x 16 counts; one
     sum over programs follows, and bins below 256 sum 256 / bins adjacent counts.
+
+    Each operand loads the step's pixels already broadcast to its own shape (``H^T`` as 16 x 1024,
+    ``L`` as 1024 x 16, by index arrays) rather than broadcasting one loaded vector: Triton then
+    builds the one-hots in the MMA operands' register layouts instead of passing them through
+    shared memory (H100, one 4K frame: 103 -> 62 µs; ``docs/benchmarks.md``).
     """
     lead, pixels, channels = _shape_parts(shape, has_channels)
     frames = math.prod(lead)
@@ -159,11 +165,15 @@ def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: boo
         start = program * (steps * step)
         lanes = jnp.arange(16, dtype=jnp.int32)
 
+        pixel = jnp.arange(step, dtype=jnp.int32)
+
         def body(i: Any, acc: Any) -> Any:
-            v = x_ref[frame, pl.ds(start + i * step, step)].astype(jnp.int32)
-            high = ((v >> 4)[:, None] == lanes[None, :]).astype(jnp.int8)
-            low = ((v & 15)[:, None] == lanes[None, :]).astype(jnp.int8)
-            return acc + plgpu.dot(high, low, trans_a=True)  # int8 x int8 -> int32, exact
+            first = start + i * step
+            high_t = x_ref[frame, first + pixel[None, :] + 0 * lanes[:, None]].astype(jnp.int32)  # (16, step)
+            low = x_ref[frame, first + pixel[:, None] + 0 * lanes[None, :]].astype(jnp.int32)  # (step, 16)
+            high_t = (high_t >> 4 == lanes[:, None]).astype(jnp.int8)
+            low = (low & 15 == lanes[None, :]).astype(jnp.int8)
+            return acc + plgpu.dot(high_t, low)  # int8 x int8 -> int32, exact
 
         out_ref[frame, program] = jax.lax.fori_loop(0, steps, body, jnp.zeros((16, 16), jnp.int32))
 

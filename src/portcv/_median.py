@@ -30,7 +30,7 @@ MIN_KSIZE, MAX_KSIZE = 3, 15
 
 # Launch geometry of cuda/median.cu (its #defines).
 _NETWORK_THREADS, _NETWORK_TILE_PX, _NETWORK_TILE_H = 128, 128, 32  # a block: 128 pixels x 32 rows
-_HISTOGRAM_THREADS, _HISTOGRAM_STRIP = 32, 64  # a block (one warp): 4 * groups pixels x 64 rows
+_HISTOGRAM_THREADS = 32  # a block (one warp): 4 * groups pixels x HISTOGRAM_STRIP rows
 _HISTOGRAM_GROUPS = {1: 32, 2: 16, 3: 8, 4: 8}  # 4-pixel groups per block (HistogramGroups<C>)
 #: The CUDA source whose generated circuits (tools/median_networks.py) both GPU backends run.
 MEDIAN_CU = Path(__file__).parent / "backends" / "cuda" / "median.cu"
@@ -148,12 +148,18 @@ def _median_filter_jax(img: Any, *, ksize: int, has_channels: bool, border: str,
     return _circuit_median_jax(ksize, has_channels, border, border_value)(img)
 
 
+@functools.lru_cache(maxsize=None)
+def _histogram_strip() -> int:
+    """Rows per block of median.cu's sliding-histogram kernel (its HISTOGRAM_STRIP)."""
+    return _define(MEDIAN_CU.read_text(), "HISTOGRAM_STRIP")
+
+
 def launch_geometry(ksize: int, height: int, width: int, channels: int, planes: int) -> tuple[str, tuple, int]:
     """``(kernel, grid (x, y, planes), threads per block)`` of cuda/median.cu for this input."""
     if ksize <= 5:
         grid = (-(-width // _NETWORK_TILE_PX), -(-height // _NETWORK_TILE_H), planes)
         return "network", grid, _NETWORK_THREADS
-    grid = (-(-width // (4 * _HISTOGRAM_GROUPS[channels])), -(-height // _HISTOGRAM_STRIP), planes)
+    grid = (-(-width // (4 * _HISTOGRAM_GROUPS[channels])), -(-height // _histogram_strip()), planes)
     return "histogram", grid, _HISTOGRAM_THREADS
 
 

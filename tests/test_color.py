@@ -36,6 +36,16 @@ def test_rgb_to_gray_average_equals_report_loop():
     np.testing.assert_array_equal(color.rgb_to_gray(img, method="average"), oracle.rgb_to_gray_average(img))
 
 
+def test_rgb_to_gray_average_is_exact_for_every_channel_sum(backend):
+    """The multiply-and-shift division by 3 against the report's loop, for every sum 0..765."""
+    total = np.arange(766)
+    img = np.stack([np.minimum(total, 255), np.clip(total - 255, 0, 255), np.clip(total - 510, 0, 255)], axis=-1)
+    img = img.astype(np.uint8)[None]  # one row of 766 pixels whose channels sum to 0..765
+    assert (img.astype(np.int64).sum(axis=-1) == total).all()
+    out = matches_numpy(backend, color.rgb_to_gray, img, method="average")
+    np.testing.assert_array_equal(out, oracle.rgb_to_gray_average(img))
+
+
 def test_rgb_to_gray_weighted_is_the_report_formula_in_fixed_point():
     rng = np.random.default_rng(1)
     img = rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)

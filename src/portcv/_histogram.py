@@ -164,15 +164,17 @@ def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: boo
         frame, program = pl.program_id(0), pl.program_id(1)
         start = program * (steps * step)
         lanes = jnp.arange(16, dtype=jnp.int32)
-
         pixel = jnp.arange(step, dtype=jnp.int32)
+        # Pixel offsets broadcast to each operand's shape: (16, step) for H^T, (step, 16) for L.
+        offsets_t = pixel[None, :] + 0 * lanes[:, None]
+        offsets = pixel[:, None] + 0 * lanes[None, :]
 
         def body(i: Any, acc: Any) -> Any:
             first = start + i * step
-            high_t = x_ref[frame, first + pixel[None, :] + 0 * lanes[:, None]].astype(jnp.int32)  # (16, step)
-            low = x_ref[frame, first + pixel[:, None] + 0 * lanes[None, :]].astype(jnp.int32)  # (step, 16)
-            high_t = (high_t >> 4 == lanes[:, None]).astype(jnp.int8)
-            low = (low & 15 == lanes[None, :]).astype(jnp.int8)
+            values_t = x_ref[frame, first + offsets_t].astype(jnp.int32)
+            values = x_ref[frame, first + offsets].astype(jnp.int32)
+            high_t = (values_t >> 4 == lanes[:, None]).astype(jnp.int8)
+            low = (values & 15 == lanes[None, :]).astype(jnp.int8)
             return acc + plgpu.dot(high_t, low)  # int8 x int8 -> int32, exact
 
         out_ref[frame, program] = jax.lax.fori_loop(0, steps, body, jnp.zeros((16, 16), jnp.int32))

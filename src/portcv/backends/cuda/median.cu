@@ -437,8 +437,8 @@ portcv_median_network(const unsigned char* __restrict__ src, unsigned char* __re
 // below[e] = #{window values < med[e]} is kept up to date with four byte compares per
 // instruction (compare_row); after each step med[e] moves down while below > RANK and up while
 // below + count(med) <= RANK, which leaves med = the rank-RANK value.
-// A strip of 48 rows: the block's 32 KB of histograms plus a 62-row tile fit five blocks (warps)
-// on an H100 SM where 64 rows fit four; with one warp per scheduler the SM is latency-bound
+// A strip of 48 rows: the block's 32 KB of histograms plus its tile (62 rows for K = 15) fit five
+// blocks (warps) on an H100 SM where 64 rows fit four; with one warp per scheduler the SM is latency-bound
 // (ncu: 38% of issue slots used), so the fifth warp gains more than the longer strip's fewer
 // first-window fills (4K, k = 15: 143 -> 122 µs per frame; docs/filters.md).
 #define HISTOGRAM_STRIP 48

@@ -1,48 +1,173 @@
-"""dm_pix-style checks that every public function follows the house conventions."""
+"""House conventions of every public function, found by walking the package (as dm_pix's
+``get_public_functions`` does), not from a hand-kept list; and the layout rules of the package."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
 import portcv
+from portcv import _kernel
 
-DOMAIN_MODULES = [portcv.color, portcv.filters, portcv.transform, portcv.edges, portcv.codec, portcv.draw,
-                  portcv.detect]
+ROOT = Path(__file__).resolve().parents[1]
+SRC = Path(portcv.__file__).parent
+DOMAINS = [getattr(portcv, name) for name in portcv.DOMAINS]
 PUBLIC = [
     (mod.__name__, name, getattr(mod, name))
-    for mod in DOMAIN_MODULES
-    for name in mod.__all__
+    for mod in DOMAINS
+    for name in getattr(mod, "__all__", [])
     if inspect.isfunction(getattr(mod, name))
 ]
+# Functions whose first argument is not an image (tables, gradient pairs, frame pairs, files, ...).
+NOT_IMAGE_FIRST = {
+    "gaussian_taps_q8", "gaussian_kernel", "pack_pyramid", "threshold_two_peaks",
+    "magnitude", "direction_sector",  # edges: these take (gx, gy)
+    "delta_encode", "delta_decode",  # codec: (frame, reference) / (reference, diffs, ...)
+    "heatmap", "noise_map", "heatmap_colors", "glyph_atlas",  # draw: (previous, current) / tables
+    "load_cascade", "group_rectangles", "detect_video",  # detect: a file, rectangles, (detector, frames)
+    "difference", "density", "regions", "cell_bounds", "detect_motion",  # motion: frame pairs, maps, shapes
+    "encode_keyframe", "encode_delta", "encode_end", "parse_header", "synthetic_source",  # stream: packets
+    "iter_frames", "read_video", "write_video", "fps_statistics", "run_motion",  # video: files, timings
+    "synthetic_rgb", "moving_shapes",  # data: shapes
+}
+
+
+def test_every_domain_is_walked():
+    assert {m.__name__ for m in DOMAINS} >= {f"portcv.{d}" for d in ("color", "filters", "transform", "edges", "motion",
+                                                                        "codec", "stream", "draw", "video", "detect")}
+    assert len(PUBLIC) >= 50
 
 
 @pytest.mark.parametrize("module, name, fn", PUBLIC, ids=[f"{m}.{n}" for m, n, _ in PUBLIC])
 def test_public_function_conventions(module, name, fn):
     params = list(inspect.signature(fn).parameters.values())
-    takes_image = params and params[0].name == "image"
-    if name not in {"gaussian_taps_q8", "gaussian_kernel", "pack_pyramid", "threshold_two_peaks",
-                    "magnitude", "direction_sector",  # edges: these take (gx, gy)
-                    "delta_encode", "delta_decode",  # codec: (frame, reference) / (reference, diffs, ...)
-                    "heatmap", "noise_map", "heatmap_colors", "glyph_atlas",  # draw: (previous, current) / tables
-                    # detect: a cascade file, rectangles, (detector, frames); detection itself is a method
-                    "load_cascade", "group_rectangles", "detect_video"}:
+    takes_image = bool(params) and params[0].name == "image"
+    if name not in NOT_IMAGE_FIRST:
         assert takes_image, f"{module}.{name}: the image comes first and is called `image`"
     for p in params:
-        if p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.KEYWORD_ONLY:
+        if (p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.KEYWORD_ONLY
+                and p.name not in ("height", "width")):  # sizes read like np.zeros's shape
             pytest.fail(f"{module}.{name}: optional parameter {p.name!r} must be keyword-only")
     doc = inspect.getdoc(fn) or ""
-    for section in ("Examples",):
-        assert section in doc, f"{module}.{name}: docstring lacks {section}"
+    assert "Examples" in doc, f"{module}.{name}: docstring lacks Examples"
     if takes_image:
         assert "Parameters" in doc, f"{module}.{name}: docstring lacks Parameters"
 
 
-def test_every_public_function_is_documented():
-    from pathlib import Path
-
-    docs = Path(__file__).resolve().parents[1] / "docs"
-    text = "\n".join(p.read_text() for p in docs.glob("*.md")) if docs.is_dir() else ""
-    missing = [f"{m}.{n}" for m, n, _ in PUBLIC if n not in text]
+def test_every_public_name_is_documented():
+    text = "\n".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))
+    missing = [f"{mod.__name__}.{n}" for mod in DOMAINS for n in getattr(mod, "__all__", [])
+               if not re.search(rf"\b{re.escape(n)}\b", text)]
     assert not missing, f"not mentioned in docs/: {missing}"
+
+
+def test_domain_packages_export_only_from_submodules():
+    """Each domain's ``__init__`` re-exports names defined in its private modules (scikit-image's layout)."""
+    for mod in DOMAINS:
+        if not hasattr(mod, "__path__"):
+            continue  # portcv.data is a module
+        tree = ast.parse(Path(mod.__file__).read_text())
+        defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert not defined, f"{mod.__name__}/__init__.py defines {defined}; define them in a submodule"
+        for name in mod.__all__:
+            assert hasattr(mod, name), f"{mod.__name__}.__all__ names {name!r}, which is missing"
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """``(absolute module, imported names)`` of every ``from ... import`` in ``path``."""
+    package = ".".join(("portcv",) + path.relative_to(SRC).parent.parts)
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            out.append((".".join(base + ([node.module] if node.module else [])), [a.name for a in node.names]))
+    return out
+
+
+def _domain(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_no_private_name_crosses_a_domain():
+    """A domain may use another domain's public names and the internal API of its private
+    modules (kernels, plans), but never an underscore name: shared helpers belong in the core."""
+    core = {"_kernel", "_validate", "_border", "backends", ""}
+    offences = []
+    for path in SRC.rglob("*.py"):
+        here = _domain(".".join(("portcv",) + path.relative_to(SRC).with_suffix("").parts))
+        for module, names in _imports(path):
+            there = _domain(module)
+            if there in core or there == here:
+                continue
+            bad = [n for n in names if n.startswith("_") and not (SRC / there / f"{n}.py").exists()]
+            if bad:
+                offences.append(f"{path.relative_to(SRC)}: from {module} import {bad}")
+    assert not offences, offences
+
+
+def test_top_level_holds_only_the_core():
+    allowed = {"__init__.py", "__main__.py", "data.py", "_kernel.py", "_validate.py", "_border.py"}
+    modules = {p.name for p in SRC.glob("*.py")}
+    assert modules <= allowed, sorted(modules - allowed)
+    assert not list(SRC.glob("*.cu")), "CUDA sources sit beside their launchers"
+
+
+def test_no_backend_name_comparison_outside_backends():
+    pattern = re.compile(r"name *[!=]= *['\"](jax|cupy|numpy)['\"]")
+    hits = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "backends" not in p.parts
+            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not hits, f"backend policy belongs on the backend objects: {hits}"
+
+
+def test_import_portcv_is_light_and_domains_are_lazy():
+    import subprocess
+    import sys
+
+    code = ("import sys, portcv; assert 'cupy' not in sys.modules and 'jax' not in sys.modules; "
+            "assert 'portcv.detect' not in sys.modules; portcv.stream; portcv.detect; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_backend_support_table_in_docs_is_current():
+    """docs/backends.md carries the table :func:`portcv._kernel.support_table` makes from the
+    overrides' declared capabilities; regenerate it with ``python tools/support_table.py``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("support_table", ROOT / "tools" / "support_table.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    doc = (ROOT / "docs" / "backends.md").read_text()
+    assert tool.render(doc) == doc, "docs/backends.md's support table is stale: run python tools/support_table.py"
+    assert "| `portcv.filters.median_filter` | `median_filter` |" in doc
+
+
+def test_declined_overrides_are_counted_and_warned_once():
+    k = _kernel.kernel("test_declines")(lambda xp, x, *, n: x + n)
+    try:
+        calls = []
+        family = portcv.backend().family
+
+        @k.override(family, supports="n < 3")
+        def _maybe(x, *, n):
+            calls.append(n)
+            return x + n if n < 3 else NotImplemented
+
+        assert k.has_override(portcv.backend())
+        assert int(k(1, n=1)) == 2
+        with pytest.warns(_kernel.PortableFallbackWarning, match="n < 3"):
+            assert int(k(1, n=5)) == 6
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert int(k(1, n=7)) == 8  # warned once only
+        assert _kernel.fallback_counts()[("test_declines", portcv.backend().name)] == 2
+        assert calls == [1, 5, 7]
+    finally:
+        del _kernel.KERNELS["test_declines"]

@@ -190,26 +190,46 @@ def test_portcv_calls_inside_a_users_jax_jit_equal_the_direct_calls():
     assert int(jax.jit(lambda v: double(x=np.int32(3)) + v)(1)) == 7
 
 
-def test_every_cuda_source_ships_with_the_package():
-    from importlib import resources
+def _launchers() -> dict[str, set[str]]:
+    """``{module: kernel names}`` of every ``cuda_function(__name__, "portcv_...")`` call."""
+    import re
+    from pathlib import Path
 
-    shipped = {p.name for p in resources.files("portcv.backends").joinpath("cuda").iterdir() if p.name.endswith(".cu")}
-    assert {"color.cu", "filters.cu"} <= shipped
-    assert resources.files("portcv.backends").joinpath("cuda", "common.cuh").is_file()
-    for name in shipped:
-        text = resources.files("portcv.backends").joinpath("cuda", name).read_text()
-        assert "portcv_" in text  # kernel names carry the portcv_ prefix
+    root = Path(portcv.__file__).parent
+    launched: dict[str, set[str]] = {}
+    for src in root.rglob("*.py"):
+        names = set(re.findall(r'cuda_function\(\s*__name__,\s*f?"(portcv_\w+)', src.read_text()))
+        if names:
+            module = ".".join(("portcv",) + src.relative_to(root).with_suffix("").parts)
+            launched[module] = names
+    return launched
+
+
+def test_every_cuda_source_ships_beside_its_launcher():
+    from importlib import resources
+    from pathlib import Path
+
+    assert resources.files("portcv.backends").joinpath("common.cuh").is_file()
+    root = Path(portcv.__file__).parent
+    sources = {p for p in root.rglob("*.cu")}
+    launched = _launchers()
+    assert len(launched) >= 12, sorted(launched)
+    for module in launched:  # every launcher's source is its twin, shipped as package data
+        package, _, stem = module.rpartition(".")
+        assert resources.files(package).joinpath(f"{stem}.cu").is_file(), module
+    # and every source has its launcher beside it (no orphan kernels)
+    twins = {root.joinpath(*m.split(".")[1:]).with_suffix(".cu") for m in launched}
+    assert sources == twins, sorted(str(p) for p in sources ^ twins)
+    for src in sources:
+        assert "portcv_" in src.read_text()  # kernel names carry the portcv_ prefix
 
 
 def test_kernel_names_in_sources_match_their_launchers():
     import re
     from importlib import resources
-    from pathlib import Path
 
-    launched = set()
-    for src in Path(portcv.__file__).parent.glob("*.py"):
-        launched |= set(re.findall(r'cuda_function\(\s*"(\w+\.cu)",\s*f?"(portcv_\w+)', src.read_text()))
-    assert launched, "no CUDA launchers found"
-    for filename, name in launched:
-        text = resources.files("portcv.backends").joinpath("cuda", filename).read_text()
-        assert re.search(rf"__global__ void.{{0,80}}?\b{name}\(", text, re.DOTALL), (filename, name)
+    for module, names in _launchers().items():
+        package, _, stem = module.rpartition(".")
+        text = resources.files(package).joinpath(f"{stem}.cu").read_text()
+        for name in names:
+            assert re.search(rf"__global__ void.{{0,80}}?\b{name}\(", text, re.DOTALL), (module, name)

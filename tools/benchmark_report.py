@@ -12,7 +12,7 @@ Reads ``asv_bench/results/<machine>/*.json`` (every machine: the CPU runs and th
   backend, one line per op and machine (the style of the papers' Figures 26-28);
 * ``docs/img/roofline.png``: achieved GB/s per op and backend at the largest frame, with the
   device's measured copy bandwidth as the roof (from ``tools/gpu_bench.py --json``'s output,
-  ``docs/gpu_bench_h100.json`` by default, which also adds its kernel-only CuPy GB/s).
+  ``asv_bench/measurements/gpu_bench_h100.json`` by default, which also adds its kernel-only CuPy GB/s).
 
 Usage::
 
@@ -26,7 +26,6 @@ Only the standard library is needed for the tables; the plots need matplotlib
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import math
 import os
@@ -412,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=str(ROOT / "asv_bench" / "results"), help="asv results folder")
     parser.add_argument("--doc", default=str(ROOT / "docs" / "benchmarks.md"), help="markdown file with the markers")
     parser.add_argument("--img", default=str(ROOT / "docs" / "img"), help="folder for the PNG plots")
-    parser.add_argument("--gpu-bench", default=str(ROOT / "docs" / "gpu_bench_h100.json"),
+    parser.add_argument("--gpu-bench", default=str(ROOT / "asv_bench" / "measurements" / "gpu_bench_h100.json"),
                         help="tools/gpu_bench.py --json output (used if present)")
     parser.add_argument("--gpu-machine", default="h100", help="the asv machine the --gpu-bench figures belong to")
     parser.add_argument("--commit", default=None, help="use this commit (hash prefix) instead of each machine's newest")

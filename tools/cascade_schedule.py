@@ -41,16 +41,17 @@ from typing import Any, Callable
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np
+from timing import timed  # tools/, beside this script
 
 import portcv
-from portcv._cascade import (
+from portcv.detect import GROUP_EPS, CascadeDetector
+from portcv.detect._cascade import (
     compact_kernel,
     evaluate_kernel,
     integrals_kernel,
     plan_evaluate_kernel,
     pyramid_kernel,
 )
-from portcv.detect import GROUP_EPS, CascadeDetector
 from portcv.detect._detector import (
     CANDIDATE_LIMIT,
     DEFAULT_SPLIT,
@@ -93,30 +94,6 @@ def face_scene(size: str) -> np.ndarray:
             y = int((h - side) * (0.8 - 0.35 * i))
             frame[y : y + side, x : x + side] = patch
     return frame
-
-
-# --------------------------------------------------------------------------------------------
-# Timing
-# --------------------------------------------------------------------------------------------
-def timed(fn: Callable[[], Any], repeat: int, cupy_events: bool) -> tuple[Any, float, float | None]:
-    """``(result, median wall ms, median GPU ms or None)`` over ``repeat`` runs after a warm-up.
-    ``fn`` returns host data, so it has synchronized when it returns."""
-    result = fn()
-    walls, gpus = [], []
-    for _ in range(repeat):
-        if cupy_events:
-            import cupy
-
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-        t0 = time.perf_counter()
-        result = fn()
-        if cupy_events:
-            end.record()
-            end.synchronize()
-            gpus.append(cupy.cuda.get_elapsed_time(start, end))
-        walls.append((time.perf_counter() - t0) * 1e3)
-    return result, statistics.median(walls), (statistics.median(gpus) if gpus else None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,7 +153,7 @@ def breadth_first(scan: Scan, gray: Any, split: int | None) -> tuple[np.ndarray,
 
 def cpu_gpu_split(scan: Scan, gray: Any, gray_host: np.ndarray, split: int) -> tuple[np.ndarray, np.ndarray]:
     """(c) GPU: stages [0, split) + compaction; one copy of the plan; host: stages [split, S)."""
-    from portcv._cascade import _evaluate_numpy
+    from portcv.detect._cascade import _evaluate_numpy
 
     (s, q, t), windows, row_end, arrays = scan.device(gray)
     status = evaluate_kernel(s, q, t, windows, *arrays, stage_begin=0, stage_end=split, check_variance=True,
@@ -202,7 +179,7 @@ def cpu_gpu_split(scan: Scan, gray: Any, gray_host: np.ndarray, split: int) -> t
 
 def with_deep(stage: int, lanes: int, fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` with the CuPy plan launch's deep stage and lanes set (see _cascade_cuda)."""
-    from portcv import _cascade_cuda as cc
+    from portcv.detect import _cascade_cuda as cc
 
     saved = cc.DEEP_STAGE, cc.DEEP_LANES
     cc.DEEP_STAGE, cc.DEEP_LANES = stage, lanes
@@ -216,7 +193,7 @@ def print_phases(size: str, scan: Scan, gray: Any, split: int, repeat: int = 20)
     """GPU time of each step of (b) (CUDA events between the launches, medians)."""
     import cupy
 
-    from portcv._cascade import candidates_kernel
+    from portcv.detect._cascade import candidates_kernel
 
     b = portcv.backend()
     xmap, ymap, xtab, ytab, windows, row_end = scan.geo.on(b)

@@ -15,87 +15,15 @@ import time
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np
+from timing import (  # tools/, beside this script
+    copy_bandwidth_gbs,
+    gpu_time_ms,
+    host_time_ms,
+    jax_queue_ms,
+    jax_time_ms,
+)
 
 import portcv
-
-
-def gpu_time_ms(fn, repeat=200, warmup=10, rounds=5):
-    """Time per call of ``repeat`` back-to-back calls between two CUDA events (the median of
-    ``rounds``): what a pipeline of such calls sustains, host launch cost included, no host sync
-    per call. Also the latency of one call waited for on the host."""
-    import cupy
-
-    for _ in range(warmup):
-        fn()
-    stream = cupy.cuda.get_current_stream()
-    stream.synchronize()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    per_call = []
-    for _ in range(rounds):
-        start.record()
-        for _ in range(repeat):
-            fn()
-        stop.record()
-        stop.synchronize()
-        per_call.append(cupy.cuda.get_elapsed_time(start, stop) / repeat)
-    latency = []
-    for _ in range(20):
-        t0 = time.perf_counter()
-        fn()
-        stream.synchronize()
-        latency.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(per_call), statistics.median(latency)
-
-
-def jax_queue_ms(fn, repeat=100, warmup=5, rounds=5):
-    """Time per call of ``repeat`` back-to-back calls, waited for once at the end (JAX dispatches
-    asynchronously): the same quantity as :func:`gpu_time_ms`'s first value, so CuPy and JAX
-    compare like with like. The median of ``rounds``."""
-    import jax
-
-    for _ in range(warmup):
-        jax.block_until_ready(fn())
-    per_call = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        outs = [fn() for _ in range(repeat)]
-        jax.block_until_ready(outs)
-        per_call.append((time.perf_counter() - t0) * 1e3 / repeat)
-    return statistics.median(per_call)
-
-
-def jax_time_ms(fn, repeat=100, warmup=5):
-    import jax
-
-    for _ in range(warmup):
-        jax.block_until_ready(fn())
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
-def host_time_ms(fn, repeat=5):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
-def copy_bandwidth_gbs():
-    """Device-to-device copy of 1 GiB: (bytes read + bytes written) / time."""
-    import cupy
-
-    a = cupy.ones(1 << 30, dtype=cupy.uint8)
-    b = cupy.empty_like(a)
-    ms, _ = gpu_time_ms(lambda: cupy.copyto(b, a), repeat=20, warmup=3)
-    return 2 * a.nbytes / (ms * 1e-3) / 1e9
-
 
 # Ops whose NumPy/JAX versions take many seconds at 4K: timed on the GPU backends only.
 GPU_ONLY = {"median_filter k15"}
@@ -203,7 +131,6 @@ def main() -> None:
 
 def pipelines(results) -> None:
     """The video pipelines of the motion and streaming issues, per frame pair / per frame."""
-    import cupy
 
     from portcv import codec, motion
 

@@ -11,14 +11,13 @@ import argparse
 import cProfile
 import os
 import pstats
-import statistics
 import sys
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import cupy
 import numpy as np
+from timing import synced_ms  # tools/, beside this script
 
 import portcv
 from portcv import codec, motion
@@ -26,16 +25,6 @@ from portcv import codec, motion
 portcv.use("cupy")
 
 
-def synced_ms(fn, n=50):
-    fn()
-    cupy.cuda.get_current_stream().synchronize()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        cupy.cuda.get_current_stream().synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def graph_ms(fn, n=20):
@@ -131,15 +120,15 @@ def codec_latency():
 
 def edges_latency():
     from portcv import edges
-    from portcv._edges import detect_kernel
+    from portcv.edges._edges import detect_kernel
 
     gray = cupy.asarray(portcv.color.rgb_to_gray(portcv.data.synthetic_rgb(2160, 3840, seed=0)))
-    blurred = edges._low_pass(gray, 3, None, "reflect101")
+    blurred = edges._detect._low_pass(gray, 3, None, "reflect101")
     noop = cupy.RawKernel("extern \"C\" __global__ void noop(int n) {}", "noop")
     print("== edges.detect 3840x2160 (alpha 2, 3x3 binomial): synchronized ms per step")
     steps = {
         "detect (the public call)": lambda: edges.detect(gray, 70, 80),
-        "low-pass alone": lambda: edges._low_pass(gray, 3, None, "reflect101"),
+        "low-pass alone": lambda: edges._detect._low_pass(gray, 3, None, "reflect101"),
         "detect_kernel alone (blurred input)": lambda: detect_kernel(blurred, blur_taps=(), low_sq=4900, high_sq=6400, alpha=2,
                                                      variant="pseudocode", border="reflect101"),
         "empty kernel launch": lambda: noop((1,), (32,), (np.int32(0),)),

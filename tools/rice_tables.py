@@ -20,7 +20,6 @@ import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-import numpy as np
 
 SIDES = (100, 500, 1000, 2000, 3000)
 TABLES = {

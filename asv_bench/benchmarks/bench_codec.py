@@ -21,7 +21,16 @@ import numpy as np
 import portcv
 from portcv import codec, stream
 
-from ._common import BACKENDS, SIZE_NAMES, SIZES, Benchmark, Operation, prepare, require, run
+from ._common import (
+    BACKENDS,
+    SIZE_NAMES,
+    SIZES,
+    Benchmark,
+    Operation,
+    prepare,
+    require,
+    run,
+)
 
 CUPY_ARRAYS = "cupy-arrays"
 

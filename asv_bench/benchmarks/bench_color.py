@@ -2,6 +2,18 @@
 
 ``track_rgb_to_gray_bandwidth`` is the achieved GB/s: 3 bytes read + 1 byte written per pixel
 over the median call time.
+
+portcv.color conversions and thresholds not covered elsewhere: gray_to_rgb, bgr_to_rgb, and
+the two threshold rules on a precomputed histogram (the host-side Gaussian taps are timed in
+bench_filters' KernelTaps).
+
+portcv.color section-8 pipeline: histogram, binarize, binarize_auto, rgb_to_bgr, with OpenCV peers.
+
+``Histogram`` is the one the CUDA kernel is tuned for (target: a 3840x2160 gray frame in under
+40 us on an H100); its peer is ``cv2.calcHist``. ``BinarizeAuto`` times the whole report
+pipeline (histogram, threshold, binarize; no host round trip) against OpenCV's
+``threshold(THRESH_OTSU)`` for ``method="otsu"``. ``track_*_bandwidth`` is input + output bytes
+over the median call time (DESIGN.md section 7).
 """
 
 from __future__ import annotations
@@ -11,8 +23,19 @@ from typing import Callable
 
 import portcv
 
-from ._common import BACKENDS, OPENCV, SIZE_NAMES, Benchmark, Operation, not_supported, peer_module, rgb_image
+from ._common import (
+    BACKENDS,
+    OPENCV,
+    SIZE_NAMES,
+    Benchmark,
+    Operation,
+    gray_image,
+    not_supported,
+    peer_module,
+    rgb_image,
+)
 
+# ---- color ------------------------------------------------------------
 
 def rgb_to_gray_fn(backend: str, method: str) -> Callable:
     if backend == OPENCV:
@@ -39,3 +62,164 @@ class RgbToGray(Benchmark):
         return self.op.bandwidth_gbs()
 
     track_rgb_to_gray_bandwidth.unit = "GB/s"
+
+
+# ---- color_channels ------------------------------------------------------------
+
+def _peer_or(backend: str, own: Callable, cv_code: str) -> Callable:
+    if backend == OPENCV:
+        cv2 = peer_module(OPENCV)
+        code = getattr(cv2, cv_code)
+        return lambda img: cv2.cvtColor(img, code)
+    return own
+
+
+class GrayToRgb(Benchmark):
+    """``gray_to_rgb(gray)`` (channel replication) over backend x frame size."""
+
+    params = [BACKENDS + [OPENCV], SIZE_NAMES]
+    param_names = ["backend", "size"]
+
+    def setup(self, backend, size):
+        self.op = Operation(backend, _peer_or(backend, portcv.color.gray_to_rgb, "COLOR_GRAY2RGB"), gray_image(size))
+
+    def time_gray_to_rgb(self, backend, size):
+        self.op()
+
+
+class BgrToRgb(Benchmark):
+    """``bgr_to_rgb(bgr)`` (a channel gather) over backend x frame size."""
+
+    params = [BACKENDS + [OPENCV], SIZE_NAMES]
+    param_names = ["backend", "size"]
+
+    def setup(self, backend, size):
+        self.op = Operation(backend, _peer_or(backend, portcv.color.bgr_to_rgb, "COLOR_BGR2RGB"), rgb_image(size))
+
+    def time_bgr_to_rgb(self, backend, size):
+        self.op()
+
+
+class Thresholds(Benchmark):
+    """``threshold_two_peaks(histogram)`` and ``threshold_otsu(gray)`` (OpenCV peer for Otsu)."""
+
+    params = [BACKENDS + [OPENCV], SIZE_NAMES]
+    param_names = ["backend", "size"]
+
+    def setup(self, backend, size):
+        gray = gray_image(size)
+        if backend == OPENCV:
+            cv2 = peer_module(OPENCV)
+            otsu = lambda img: cv2.threshold(img, 0, 255, cv2.THRESH_BINARY | cv2.THRESH_OTSU)[0]  # noqa: E731
+            self.two_peaks = None
+        else:
+            otsu = portcv.color.threshold_otsu
+            with portcv.using("numpy"):
+                hist = portcv.color.histogram(gray)
+            self.two_peaks = Operation(backend, portcv.color.threshold_two_peaks, hist)
+        self.otsu = Operation(backend, otsu, gray)
+
+    def time_threshold_otsu(self, backend, size):
+        self.otsu()
+
+    def time_threshold_two_peaks(self, backend, size):
+        if self.two_peaks is None:
+            raise NotImplementedError("OpenCV has no two-peaks threshold")
+        self.two_peaks()
+
+
+# ---- color_histogram ------------------------------------------------------------
+
+THRESHOLD = 128
+
+
+def histogram_fn(backend: str) -> Callable:
+    if backend == OPENCV:
+        cv2 = peer_module(OPENCV)
+        return lambda img: cv2.calcHist([img], [0], None, [256], [0, 256])  # float32 counts
+    return portcv.color.histogram
+
+
+def binarize_fn(backend: str) -> Callable:
+    if backend == OPENCV:
+        cv2 = peer_module(OPENCV)
+        return lambda img: cv2.threshold(img, THRESHOLD, 255, cv2.THRESH_BINARY)[1]
+    return functools.partial(portcv.color.binarize, threshold=THRESHOLD)
+
+
+def binarize_auto_fn(backend: str, method: str) -> Callable:
+    if backend == OPENCV:
+        if method != "otsu":
+            not_supported(backend, f"binarize_auto method {method!r}")
+        cv2 = peer_module(OPENCV)
+        return lambda img: cv2.threshold(img, 0, 255, cv2.THRESH_BINARY | cv2.THRESH_OTSU)[1]
+    return functools.partial(portcv.color.binarize_auto, method=method)
+
+
+def rgb_to_bgr_fn(backend: str) -> Callable:
+    if backend == OPENCV:
+        cv2 = peer_module(OPENCV)
+        return lambda img: cv2.cvtColor(img, cv2.COLOR_RGB2BGR)
+    return portcv.color.rgb_to_bgr
+
+
+class Histogram(Benchmark):
+    """``histogram(gray)`` (256 bins, int64 counts) over backend x frame size."""
+
+    params = [BACKENDS + [OPENCV], SIZE_NAMES]
+    param_names = ["backend", "size"]
+
+    def setup(self, backend, size):
+        self.op = Operation(backend, histogram_fn(backend), gray_image(size))
+
+    def time_histogram(self, backend, size):
+        self.op()
+
+    def track_histogram_bandwidth(self, backend, size):
+        return self.op.bandwidth_gbs()
+
+    track_histogram_bandwidth.unit = "GB/s"
+
+
+class Binarize(Benchmark):
+    """``binarize(gray, 128)`` over backend x frame size."""
+
+    params = [BACKENDS + [OPENCV], SIZE_NAMES]
+    param_names = ["backend", "size"]
+
+    def setup(self, backend, size):
+        self.op = Operation(backend, binarize_fn(backend), gray_image(size))
+
+    def time_binarize(self, backend, size):
+        self.op()
+
+    def track_binarize_bandwidth(self, backend, size):
+        return self.op.bandwidth_gbs()
+
+    track_binarize_bandwidth.unit = "GB/s"
+
+
+class BinarizeAuto(Benchmark):
+    """``binarize_auto(gray, method=m)``: histogram + threshold + binarize, on the device."""
+
+    params = [BACKENDS + [OPENCV], SIZE_NAMES, ["two_peaks", "otsu"]]
+    param_names = ["backend", "size", "method"]
+
+    def setup(self, backend, size, method):
+        self.op = Operation(backend, binarize_auto_fn(backend, method), gray_image(size))
+
+    def time_binarize_auto(self, backend, size, method):
+        self.op()
+
+
+class RgbToBgr(Benchmark):
+    """``rgb_to_bgr(rgb)`` (a channel gather) over backend x frame size."""
+
+    params = [BACKENDS + [OPENCV], SIZE_NAMES]
+    param_names = ["backend", "size"]
+
+    def setup(self, backend, size):
+        self.op = Operation(backend, rgb_to_bgr_fn(backend), rgb_image(size))
+
+    def time_rgb_to_bgr(self, backend, size):
+        self.op()

@@ -19,7 +19,17 @@ import numpy as np
 
 import portcv
 
-from ._common import BACKENDS, OPENCV, SIZES, Benchmark, Operation, not_supported, peer_module, require, rgb_image
+from ._common import (
+    BACKENDS,
+    OPENCV,
+    SIZES,
+    Benchmark,
+    Operation,
+    not_supported,
+    peer_module,
+    require,
+    rgb_image,
+)
 
 CASCADE = "haarcascade_frontalface_default.xml"
 DETECT_SIZES = ["640x480", "1920x1080"]

@@ -17,7 +17,15 @@ import numpy as np
 import portcv
 from portcv import codec, draw
 
-from ._common import BACKENDS, OPENCV, SIZE_NAMES, SIZES, Benchmark, Operation, peer_module
+from ._common import (
+    BACKENDS,
+    OPENCV,
+    SIZE_NAMES,
+    SIZES,
+    Benchmark,
+    Operation,
+    peer_module,
+)
 from .bench_codec import frame_pair
 
 
@@ -131,7 +139,7 @@ class HeatmapColors:
     """``heatmap_colors()``: the 766-entry colour table, built on the host (cold) or from the cache."""
 
     def time_heatmap_colors_cold(self):
-        draw._heatmap_table.cache_clear()
+        draw._heatmap._heatmap_table.cache_clear()
         draw.heatmap_colors(normalizer=765)
 
     def time_heatmap_colors_cached(self):

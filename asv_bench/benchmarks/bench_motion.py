@@ -23,7 +23,15 @@ import numpy as np
 
 import portcv
 
-from ._common import BACKENDS, SIZE_NAMES, SIZES, Benchmark, Operation, require, rgb_image
+from ._common import (
+    BACKENDS,
+    SIZE_NAMES,
+    SIZES,
+    Benchmark,
+    Operation,
+    require,
+    rgb_image,
+)
 
 #: Edge thresholds of the benchmark video (the paper's Fig. 12: t_l = 70, t_h = 80).
 T_LOW, T_HIGH = 70, 80

@@ -144,7 +144,7 @@ class Packets(Benchmark):
         stream.parse_header(self.delta_packet)
 
 
-async def _session(frames, *, backend: str, encoding: str) -> tuple[stream.StreamStats, stream.StreamStats]:
+async def _session(frames, *, backend: str, encoding: str) -> tuple[stream._server.StreamStats, stream._server.StreamStats]:
     """One server and one client on 127.0.0.1 (port 0: a free one) until the end packet."""
     server = stream.StreamServer(iter(frames), host="127.0.0.1", port=0, backend=backend, threshold=THRESHOLD,
                                  encoding=encoding, stats_every=0)
@@ -174,7 +174,7 @@ class ServeView(Benchmark):
         self.frames = [bank[k] for k in replay_order(SESSION_FRAMES)]
         self.session(self.frames[:4])  # compile and load kernels outside the timed sessions
 
-    def session(self, frames) -> stream.StreamStats:
+    def session(self, frames) -> stream._server.StreamStats:
         client, server = asyncio.run(_session(frames, backend=self.backend, encoding=self.encoding))
         if client.frames != len(frames) or server.frames != len(frames):
             raise RuntimeError(f"loopback session lost frames: client {client.frames}, server {server.frames} "

@@ -152,7 +152,7 @@ class ReadVideo(_VideoBenchmark):
             pass
 
     def time_video_fps(self, size):
-        video.video_fps(self.path)
+        video._io.video_fps(self.path)
 
     def track_frames_per_second(self, size):
         times = []

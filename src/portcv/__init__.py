@@ -7,18 +7,15 @@
 ...     pass
 
 Importing portcv imports neither CuPy nor JAX; a backend's framework is imported when that
-backend is first used.
+backend is first used. Each domain (``portcv.filters``, ``portcv.detect``, ...) is a package
+imported on first access, so ``import portcv`` stays light.
 """
 
 from __future__ import annotations
 
-from . import color, data, filters
-from . import transform
-from . import edges
-from . import motion, video
-from . import codec
-from . import draw
-from . import detect
+import importlib
+from typing import Any
+
 from .backends import (
     Backend,
     BackendUnavailableError,
@@ -33,24 +30,30 @@ from .backends import (
 
 __version__ = "0.1.0"
 
+#: The domain packages, imported on first attribute access (PEP 562).
+DOMAINS = ("codec", "color", "data", "detect", "draw", "edges", "filters", "motion", "stream", "transform", "video")
+
 __all__ = [
     "Backend",
     "BackendUnavailableError",
     "asarray",
     "available_backends",
     "backend",
-    "codec",
-    "draw",
-    "detect",
-    "color",
-    "data",
-    "edges",
-    "filters",
-    "motion",
-    "video",
-    "transform",
     "register",
     "to_numpy",
     "use",
     "using",
+    *DOMAINS,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in DOMAINS:
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'portcv' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(DOMAINS))

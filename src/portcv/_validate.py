@@ -158,3 +158,16 @@ def taps2d(value: Any, name: str, *, max_size: int = 31) -> tuple[tuple[int, ...
         else:
             raise TypeError(f"{name} must hold integers (fixed-point taps), got dtype {arr.dtype}")
     return tuple(tuple(int(v) for v in row) for row in arr)
+
+
+def count(count: Any) -> Any:
+    """A count of valid entries: a Python int, or a 0-d integer array of any backend (kept on its device)."""
+    if isinstance(count, bool):
+        raise TypeError("count must be an integer or a 0-d integer array, got bool")
+    if isinstance(count, numbers.Integral):
+        return int(count)
+    if owner_of(count) is None:
+        raise TypeError(f"count must be an integer or a 0-d integer array, got {type(count).__name__}")
+    if tuple(count.shape) != () or not np.issubdtype(np.dtype(count.dtype), np.integer):
+        raise TypeError(f"count must be a 0-d integer array, got shape {tuple(count.shape)} dtype {count.dtype}")
+    return count

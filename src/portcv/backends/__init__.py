@@ -33,7 +33,11 @@ __all__ = [
     "available_backends",
     "asarray",
     "to_numpy",
+    "REFERENCE",
 ]
+
+#: The backend every other one must match bit-for-bit (tables compare against it).
+REFERENCE = "numpy"
 
 
 class BackendUnavailableError(ImportError):
@@ -53,8 +57,21 @@ class Backend:
     install_hint: str = ""
     #: Top-level module whose presence in ``sys.modules`` means arrays of it can exist.
     module_name: str = ""
+    #: Kernel overrides are registered per family (``"numpy"``, ``"cupy"``, ``"jax"``), not per
+    #: name: a backend that is JAX on another device subclasses :class:`~portcv.backends.jax.JaxBackend`
+    #: and runs JAX's overrides and policies. Empty means the backend's own name.
+    family: str = ""
+
+    # -- policy: what portcv's algorithms ask of a backend instead of its name ----------------
+    #: Programs are traced with static shapes (JAX): variable-length results use fixed
+    #: capacities learned from earlier frames, and every capacity is a compilation.
+    static_shapes: bool = False
+    #: ``jit`` compiles whole programs (JAX): a chain of kernels is worth compiling as one.
+    compiles_programs: bool = False
 
     def __init__(self) -> None:
+        if not self.family:
+            self.family = self.name
         self._xp: Any = None
         self._error: BackendUnavailableError | None = None
         self._lock = threading.Lock()
@@ -123,6 +140,25 @@ class Backend:
         """Wait until ``result`` is computed, then return it (for timing)."""
         self.synchronize()
         return result
+
+    def device_key(self) -> Any:
+        """Hashable key of where this backend's arrays live now: device copies are cached per key
+        (CuPy adds the current device; the others have one)."""
+        return self.name
+
+    def empty_pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray | None:
+        """A host array in page-locked memory for fast device -> host copies, or ``None`` where
+        the backend has no such memory (then :meth:`to_numpy` is the way back)."""
+        return None
+
+    def copy_to_host(self, array: Any, out: np.ndarray) -> None:
+        """Copy ``array`` into the host array ``out`` (a slice of :meth:`empty_pinned`)."""
+        out[...] = self.to_numpy(array)
+
+    def join_padded(self, x: Any, axis: int, left: Any, right: Any, border: str, value: int) -> Any:
+        """``concat([left, x, right])`` along ``axis`` done the backend's fastest way, or ``None``
+        for the plain concatenation (``_border.pad_axis``; ``left``/``right`` may be ``None``)."""
+        return None
 
     @property
     def device(self) -> str:

@@ -1,4 +1,4 @@
-"""CuPy on an NVIDIA GPU; hot loops run hand-written CUDA kernels from ``cuda/*.cu``.
+"""CuPy on an NVIDIA GPU; hot loops run hand-written CUDA kernels, each ``.cu`` beside its launcher.
 
 Kernels are compiled once per process and device with ``--fmad=false`` (CUDA would otherwise
 contract ``a*b+c`` into FMA and change float results; DESIGN.md §4) and C++17, and memoized by
@@ -61,6 +61,17 @@ class CupyBackend(Backend):
 
         cupy.cuda.get_current_stream().synchronize()
 
+    def device_key(self) -> Any:
+        return self.name, current_device_id()
+
+    def empty_pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        import cupyx
+
+        return cupyx.empty_pinned(shape, dtype=dtype)
+
+    def copy_to_host(self, array: Any, out: np.ndarray) -> None:
+        array.get(out=out)
+
     @property
     def device(self) -> str:
         import cupy
@@ -71,13 +82,17 @@ class CupyBackend(Backend):
         return f"cuda:{dev.id} ({name.decode() if isinstance(name, bytes) else name})"
 
 
-def _cuda_dir() -> Any:
-    return resources.files("portcv.backends").joinpath("cuda")
+def _shared_headers() -> Any:
+    """Folder of the CUDA headers every kernel may include (``common.cuh``)."""
+    return resources.files("portcv.backends")
 
 
 @functools.lru_cache(maxsize=None)
-def _source(filename: str) -> str:
-    return _cuda_dir().joinpath(filename).read_text()
+def _source(module: str) -> str:
+    """The CUDA source beside the Python module ``module``: ``portcv/filters/_median.cu`` for
+    ``portcv.filters._median`` (launcher and kernel sit side by side, as in cupyx.scipy.ndimage)."""
+    package, _, stem = module.rpartition(".")
+    return resources.files(package).joinpath(f"{stem}.cu").read_text()
 
 
 def current_device_id() -> int:
@@ -87,20 +102,21 @@ def current_device_id() -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _function(filename: str, name_expression: str, device_id: int) -> Any:
+def _function(module: str, name_expression: str, device_id: int) -> Any:
     import cupy
 
-    with resources.as_file(_cuda_dir()) as include_dir:  # for #include "common.cuh"
+    with resources.as_file(_shared_headers()) as include_dir:  # for #include "common.cuh"
         options = NVRTC_OPTIONS + (f"-I{include_dir}",)
-        module = cupy.RawModule(code=_source(filename), options=options, name_expressions=(name_expression,))
-        module.compile()
-    return module.get_function(name_expression)
+        module_obj = cupy.RawModule(code=_source(module), options=options, name_expressions=(name_expression,))
+        module_obj.compile()
+    return module_obj.get_function(name_expression)
 
 
-def cuda_function(filename: str, name_expression: str) -> Any:
-    """The compiled kernel ``name_expression`` (e.g. ``"portcv_rgb_to_gray<0>"``) from
-    ``backends/cuda/<filename>``, compiled once per process and device."""
-    return _function(filename, name_expression, current_device_id())
+def cuda_function(module: str, name_expression: str) -> Any:
+    """The compiled kernel ``name_expression`` (e.g. ``"portcv_rgb_to_gray<0>"``) from the CUDA
+    source beside the launcher ``module`` (pass ``__name__``), compiled once per process and
+    device."""
+    return _function(module, name_expression, current_device_id())
 
 
 @functools.lru_cache(maxsize=256)

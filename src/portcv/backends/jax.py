@@ -96,6 +96,8 @@ class JaxBackend(Backend):
     name = "jax"
     install_hint = "install JAX (pip install 'portcv[jax]', or jax[cuda13] for the GPU)"
     module_name = "jax"
+    static_shapes = True
+    compiles_programs = True
 
     def _load(self) -> Any:
         try:
@@ -129,6 +131,34 @@ class JaxBackend(Backend):
         import jax
 
         return jax.block_until_ready(result)
+
+    def join_padded(self, x: Any, axis: int, left: Any, right: Any, border: str, value: int) -> Any:
+        """Integer and boolean pads as an OR of ``lax.pad``-ed pieces (they do not overlap), a
+        constant border as one ``lax.pad``: XLA fuses pads, reverses and slices into the consumer
+        but emits a ``concatenate`` as a slow kernel of its own (on an H100 this took a 4K Gaussian,
+        batch of 8, from 0.71 to 0.30 ms of GPU time, the edge detector from 0.19 to 0.14)."""
+        if np.dtype(x.dtype).kind not in "iub":
+            return None
+        import jax.numpy as jnp
+        from jax import lax
+
+        before = 0 if left is None else left.shape[axis]
+        after = 0 if right is None else right.shape[axis]
+        total = before + x.shape[axis] + after
+
+        def placed(piece: Any, start: int, fill: Any = 0) -> Any:
+            config = [(0, 0, 0)] * x.ndim
+            config[axis] = (start, total - start - piece.shape[axis], 0)
+            return lax.pad(piece, jnp.asarray(fill, dtype=x.dtype), config)
+
+        if border == "constant":
+            return placed(x, before, value)
+        out = placed(x, before)
+        if left is not None:
+            out = out | placed(left, 0)
+        if right is not None:
+            out = out | placed(right, total - after)
+        return out
 
     @property
     def device(self) -> str:

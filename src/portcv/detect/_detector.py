@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 
 from .. import _validate, backends
-from .._cascade import (
+from ..backends import backend, to_numpy
+from . import _cascade_cuda  # noqa: F401  (registers the CuPy overrides of the kernels above)
+from ._cascade import (
     candidates_kernel,
     compact_kernel,
     evaluate_kernel,
@@ -19,7 +21,6 @@ from .._cascade import (
     pyramid_kernel,
     reciprocals,
 )
-from ..backends import backend, to_numpy
 from ._xml import Cascade, read_cascade
 
 #: scikit-image's copy of OpenCV's LBP frontal-face cascade (with its tag typo).
@@ -223,7 +224,7 @@ def _axis_entries(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: floa
     Q8 form ``(sum wy wx g + 2**15) >> 16`` with weights ``(256, 0)``, ``(128, 128)`` and the
     table's own (``16384 (a + b + c + d) + 2**15 >> 16 == (a + b + c + d + 2) >> 2``).
     """
-    from .._resize import axis_table
+    from ..transform._resize import axis_table
 
     if arith == "copy":
         i = np.arange(n_dst, dtype=np.int32)
@@ -250,13 +251,12 @@ class ScanGeometry:
 
     def __init__(self, width: int, height: int, window: tuple[int, int], scale_factor: float,
                  min_size: tuple[int, int], max_size: tuple[int, int]) -> None:
-        from .. import transform
-        from .._resize import plan as resize_plan
-        from ..transform import _pyramid_plan
+        from ..transform._pyramid import pack_layout, pyramid_plan
+        from ..transform._resize import plan as resize_plan
 
         self.width, self.height = width, height
         # OpenCV's scale list with minSize / maxSize: [(float32 factor, (level w, level h)), ...]
-        self.levels = _pyramid_plan(width, height, scale_factor, window, min_size=min_size, max_size=max_size,
+        self.levels = pyramid_plan(width, height, scale_factor, window, min_size=min_size, max_size=max_size,
                                     name="scale_factor")
         self.grid: ScanGrid | None = None
         self._device: dict[Any, tuple] = {}
@@ -264,7 +264,7 @@ class ScanGeometry:
             return
         sizes = [wh for _, wh in self.levels]
         wp = max((sizes[0][0] + 31 + 31) // 32 * 32, max(w for w, _ in sizes) + 1)
-        corners, hp = transform._pack_layout(sizes, wp, 1)
+        corners, hp = pack_layout(sizes, wp, 1)
         self.packed_shape = (hp, wp)
         self.placements = tuple((x, y, w, h) for (x, y), (w, h) in zip(corners, sizes))
         xtab = [np.zeros((1, 4), np.int32)]  # entry 0: the fill pixels (zero weights)
@@ -289,7 +289,7 @@ class ScanGeometry:
 
     def on(self, b: Any) -> tuple:
         """``(xmap, ymap, xtab, ytab, windows, row_end)`` on backend ``b`` (uploaded once per device)."""
-        key = device_key(b)
+        key = b.device_key()
         hit = self._device.get(key)
         if hit is None:
             hit = tuple(b.asarray(a) for a in self.maps + (self.grid.windows, self.grid.row_end))
@@ -300,7 +300,7 @@ class ScanGeometry:
     def group_arrays(self, b: Any) -> tuple:
         """``(x, y, level, factors, recip)`` of the window grid on backend ``b``, group_kernel's
         inputs (int32, int32, int32, float32, float32 reciprocals); uploaded once per device."""
-        key = (device_key(b), "group")
+        key = (b.device_key(), "group")
         hit = self._device.get(key)
         if hit is None:
             g = self.grid
@@ -317,19 +317,10 @@ def scan_geometry(width: int, height: int, window: tuple[int, int], scale_factor
     return ScanGeometry(width, height, window, scale_factor, min_size, max_size)
 
 
-def device_key(b: Any) -> Any:
-    """The backend and, on CuPy, the current device: device copies are cached per key."""
-    if b.name == "cupy":
-        from ..backends.cupy import current_device_id
-
-        return b.name, current_device_id()
-    return b.name
-
-
 def cascade_arrays(cascade: Cascade, cache: dict) -> tuple:
     """``cascade.arrays()`` on the active backend, uploaded once per device (``cache``)."""
     b = backend()
-    key = device_key(b)
+    key = b.device_key()
     arrays = cache.get(key)
     if arrays is None:
         arrays = tuple(b.asarray(a) for a in cascade.arrays())
@@ -343,7 +334,7 @@ def plan_capacity(b: Any, grid_size: int) -> int:
     reads it for free). JAX evaluates every slot of a static shape, so there it starts at half
     the windows (rarely too few: an overflow is seen at the end, counted and redone) and is
     learned from the counts (``run_scan``)."""
-    if b.name == "jax":
+    if b.static_shapes:
         return next_capacity(grid_size // 2, grid_size)
     return grid_size
 
@@ -354,7 +345,7 @@ def plan_levels(b: Any, split: int, n_stages: int) -> tuple[int, ...]:
     every stage, so there the survivors are compacted again after each segment into a smaller
     plan; each segment ends about 1.5 times further than it starts (1, 2, 3, 5, 8, 12, 18, 25:
     most windows leave in the first few stages, and each level is a compilation)."""
-    if b.name != "jax" or split >= n_stages:
+    if not b.static_shapes or split >= n_stages:
         return (split, n_stages)
     bounds = [split]
     while bounds[-1] < n_stages:
@@ -451,7 +442,7 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     program = scan_program(b.name, bounds, static_key, geo.packed_shape)
     inputs = (gray,) + geo.on(b) + geo.group_arrays(b)
 
-    key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, device_key(b))
+    key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, b.device_key())
     # A new detector of the same cascade starts from what an earlier one learned (JAX: its
     # capacities are compiled programs; starting from scratch costs a slow first frame).
     shared_key = (key, static_key)
@@ -462,7 +453,7 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     limit = CANDIDATE_LIMIT
     while True:
         group = None if group_cap is None else (min_neighbors, group_cap, width, height)
-        result = program(*inputs, *arrays, caps=caps, limit=limit, group=group, pack=b.name == "jax")
+        result = program(*inputs, *arrays, caps=caps, limit=limit, group=group, pack=b.static_shapes)
         grouped, cand, level_counts = read_back(result, group, limit, levels)
         if cand is None:  # grouped on CuPy: nothing can have overflowed
             return grid, None, unpack_boxes(grouped)
@@ -479,7 +470,7 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
         else:
             break
     n = int(cand[1])
-    if b.name == "jax":
+    if b.static_shapes:
         # The next frame of this geometry: a capacity shrinks to its count plus a quarter when
         # that is under half of it (hysteresis: each new capacity is a JAX compilation); the
         # grouping's capacity also grows so when the candidates overflowed it. CuPy and NumPy
@@ -522,9 +513,9 @@ def group_capacity(b: Any, learned: int | None) -> int | None:
     """Candidates grouped on the device: all of them on CuPy (one CUDA block, no C x C
     matrices), a learned capacity on JAX (its portable grouping is C x C; overflow: the host
     groups that frame), none on NumPy (the host's grouping is its fastest)."""
-    if b.name == "cupy":
+    if group_kernel.has_override(b):
         return CANDIDATE_LIMIT
-    if b.name == "jax":
+    if b.static_shapes:
         return learned or MIN_CAPACITY
     return None
 

@@ -6,6 +6,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
+from ..backends import owner_of, to_numpy
+from ._detector import (
+    GROUP_EPS,
+)
+
+
 def _similar_pairs(r: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
     """All pairs ``(i, j)``, ``i < j``, that OpenCV's ``SimilarRects(eps)`` calls similar.
 
@@ -84,3 +91,59 @@ def group_rectangles_impl(rects: Any, min_neighbors: int, eps: float) -> tuple[n
     np.fill_diagonal(covered, False)
     keep = big & ~covered.any(axis=1)
     return avg[keep].astype(np.int32), counts[keep].astype(np.int32)
+
+
+def group_rectangles(rects: Any, min_neighbors: int, *, eps: float = GROUP_EPS) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster similar rectangles, as ``cv2.groupRectangles`` (with the neighbour counts).
+
+    Parameters
+    ----------
+    rects : (N, 4) integer array-like
+        ``[x, y, w, h]`` rectangles (any backend; read on the host).
+    min_neighbors : int
+        A cluster is kept when it has more than ``min_neighbors`` members; ``0`` returns the
+        input unchanged (with one neighbour each).
+    eps : float
+        Similarity: two rectangles are similar when each of ``|dx|, |dy|, |d right|, |d bottom|``
+        is at most ``eps * (min(w1, w2) + min(h1, h2)) / 2``.
+
+    Returns
+    -------
+    rects : (M, 4) int32 NumPy array
+        Each kept cluster's mean rectangle, ``rint(float32(sum) * (1.f / n))``, in the order of
+        each cluster's first member.
+    neighbours : (M,) int32 NumPy array
+        Cluster sizes (``detectMultiScale2``'s ``numDetections``).
+
+    Notes
+    -----
+    OpenCV's ``groupRectangles``: connected components of the similarity relation
+    (``cv::partition``), class means with float32 rounding, then a kept cluster is dropped when
+    another kept cluster ``j`` contains it after growing by ``rint(eps * w_j)``,
+    ``rint(eps * h_j)``, and ``n_j > max(3, n_i)`` or ``n_i < 3``.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> rects = [[10, 10, 20, 20], [11, 10, 20, 20], [12, 11, 20, 21], [100, 100, 30, 30]]
+    >>> boxes, n = portcv.detect.group_rectangles(rects, 1)
+    >>> boxes.tolist(), n.tolist()
+    ([[11, 10, 20, 20]], [3])
+    """
+    if owner_of(rects) is not None and not isinstance(rects, np.ndarray):
+        rects = to_numpy(rects)
+    r = np.asarray(rects)
+    if r.size == 0:
+        r = r.reshape(0, 4)
+    if r.ndim != 2 or r.shape[1] != 4:
+        raise ValueError(f"rects must be an (N, 4) array of [x, y, w, h], got shape {r.shape}")
+    if not (np.issubdtype(r.dtype, np.integer) or r.dtype == bool):
+        if np.issubdtype(r.dtype, np.floating) and np.all(np.isfinite(r)) and np.all(r == np.round(r)):
+            r = r.astype(np.int64)
+        else:
+            raise TypeError(f"rects must hold integers, got dtype {r.dtype}")
+    if r.size and np.abs(r.astype(np.int64)).max() >= 2**30:
+        raise ValueError("rects: coordinates must be below 2**30 in magnitude")
+    mn = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
+    e = _validate.real(eps, "eps", positive=True, high=10.0)
+    return group_rectangles_impl(r, mn, e)

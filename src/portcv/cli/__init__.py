@@ -1,0 +1,273 @@
+"""The ``portcv`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+import portcv
+
+from ..backends import REFERENCE
+from ._common import parse_size
+
+
+def _time_calls(b: portcv.Backend, fn: Callable[[], Any], repeat: int) -> tuple[float, list[float], Any]:
+    """First call (includes compilation) and ``repeat`` timed calls, each waited for on the device."""
+    t0 = time.perf_counter()
+    out = b.block(fn())
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = b.block(fn())
+        times.append(time.perf_counter() - t0)
+    return first, times, out
+
+
+def demo(args: argparse.Namespace) -> int:
+    """gray + Gaussian blur on every available backend; check bit-equality; time; write a PNG."""
+    width, height = args.size
+    rgb = portcv.data.synthetic_rgb(height, width, seed=args.seed)
+    names = args.backends.split(",") if args.backends else portcv.backends.registered_backends()
+
+    def pipeline(image: Any) -> Any:
+        gray = portcv.color.rgb_to_gray(image)
+        return portcv.filters.gaussian_blur(gray, ksize=args.ksize, sigma=args.sigma)
+
+    print(f"portcv {portcv.__version__} demo: rgb_to_gray + gaussian_blur(ksize={args.ksize}, sigma={args.sigma}) "
+          f"on a {width}x{height} synthetic image, {args.repeat} timed runs per backend")
+    rows, reference, failures = [], None, 0
+    for name in names:
+        try:
+            b = portcv.backends.get(name)
+        except (portcv.BackendUnavailableError, ValueError) as exc:
+            rows.append((name, "-", "-", "-", f"skipped: {str(exc).split(';')[0]}"))
+            continue
+        with portcv.using(name):
+            image = portcv.asarray(rgb)
+            b.block(image)
+            first, times, out = _time_calls(b, lambda: pipeline(image), args.repeat)
+        result = portcv.to_numpy(out)
+        if reference is None:
+            reference, verdict = result, "reference"
+        else:
+            same = result.dtype == reference.dtype and np.array_equal(result, reference)
+            verdict = "bit-exact" if same else f"DIFFERS in {int((result != reference).sum())} pixels"
+            failures += not same
+        rows.append((name, b.device, f"{first * 1e3:.1f}", f"{statistics.median(times) * 1e3:.2f}", verdict))
+    header = ("backend", "device", "first call ms", "median ms", "vs first backend")
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
+    if reference is not None and args.out:
+        _write_png(Path(args.out), reference)
+        print(f"wrote {args.out}")
+    return 1 if failures else 0
+
+
+def _write_png(path: Path, image: np.ndarray) -> None:
+    try:
+        import imageio.v3 as iio
+    except ImportError:
+        raise SystemExit("writing PNG files needs imageio: pip install 'portcv[io]'") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    iio.imwrite(path, image)
+
+
+def _format_ms(ms: float) -> str:
+    return f"{ms:.2f}" if ms >= 1 else f"{ms:.3f}"
+
+
+def _format_speedup(x: float) -> str:
+    return f"{x:.1f}x" if x >= 1 else f"{x:.2f}x"
+
+
+def _find_asv_dir(given: str | None) -> Path:
+    """``--asv-dir``, else the ``asv_bench/`` above the current directory, else the source checkout's."""
+    if given:
+        candidates = [Path(given)]
+    else:
+        cwd = Path.cwd().resolve()
+        candidates = [d / "asv_bench" for d in (cwd, *cwd.parents)] + [cwd]
+        candidates.append(Path(portcv.__file__).resolve().parents[2] / "asv_bench")
+    for d in candidates:
+        if (d / "asv.conf.json").is_file():
+            return d
+    raise SystemExit("portcv bench --html: no asv_bench/asv.conf.json found here or above; "
+                     "run it inside a portcv checkout or pass --asv-dir")
+
+
+def bench_html(args: argparse.Namespace) -> int:
+    """``asv publish`` of the asv_bench results into ``args.html``, then the offline assets."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("asv") is None:
+        print("portcv bench --html: error: needs asv (pip install 'portcv[bench]')", file=sys.stderr)
+        return 2
+    asv_dir = _find_asv_dir(args.asv_dir)
+    html_dir = Path(args.html).resolve()
+    cmd = [sys.executable, "-m", "asv", "publish", "--html-dir", str(html_dir)]
+    print(f"portcv bench --html: {' '.join(cmd[2:])}  (in {asv_dir})")
+    if subprocess.run(cmd, cwd=asv_dir).returncode != 0:
+        print("portcv bench --html: error: asv publish failed (no results in asv_bench/results/, "
+              "or a recorded commit missing from the git history?)", file=sys.stderr)
+        return 1
+    tool = asv_dir.parent / "tools" / "asv_offline.py"
+    spec = importlib.util.spec_from_file_location("portcv_asv_offline", tool)
+    if spec is None or spec.loader is None or not tool.is_file():
+        print(f"portcv bench --html: error: {tool} not found", file=sys.stderr)
+        return 1
+    offline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(offline)
+    report = offline.make_offline(html_dir, asv_dir / "vendor")
+    if report["remote"]:
+        print("portcv bench --html: error: pages still load from the network: " + ", ".join(report["remote"]),
+              file=sys.stderr)
+        return 1
+    print(f"wrote the dashboard (no network needed) to {html_dir}\n"
+          f"serve it on this machine only: python -m http.server --bind 127.0.0.1 8080 --directory {html_dir}\n"
+          f"then open http://127.0.0.1:8080/")
+    return 0
+
+
+def bench(args: argparse.Namespace) -> int:
+    """Time a representative set of ops on every available backend and OpenCV; print a table."""
+    if args.html:
+        return bench_html(args)
+    from . import _bench
+
+    width, height = args.size
+    names = args.backends.split(",") if args.backends else portcv.backends.registered_backends()
+    if "numpy" not in names:
+        names = ["numpy", *names]  # the reference for speedups and the bit check
+    ops = _bench.operations(args.ops.split(",") if args.ops else None)
+    if not ops:
+        print(f"portcv bench: error: no operation matches --ops {args.ops!r}", file=sys.stderr)
+        return 2
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        Console = Table = None  # noqa: N806
+
+    title = (f"portcv {portcv.__version__} bench: {width}x{height} frames, median of up to {args.repeat} "
+             f"synchronized calls after a warm-up")
+    if Console is not None and not args.plain:
+        console = Console(stderr=True)
+        with console.status("timing") as status:
+            columns, results = _bench.compare(
+                ops, names, width=width, height=height, repeat=args.repeat, budget_s=args.budget,
+                opencv=not args.no_opencv, progress=lambda msg: status.update(f"timing {msg}"))
+    else:
+        columns, results = _bench.compare(ops, names, width=width, height=height, repeat=args.repeat,
+                                               budget_s=args.budget, opencv=not args.no_opencv)
+    speed = _bench.speedups(results)
+    by_key = {(r.op, r.backend): r for r in results}
+    devices = {r.backend: r.device for r in results}
+    header = ["op", "input"]
+    for name in columns:
+        header += [f"{name} ms"] if name == REFERENCE else [f"{name} ms", f"{name} x"]
+    rows, notes = [], []
+    for op in ops:
+        row = [op.name, op.kind]
+        for name in columns:
+            r = by_key.get((op.name, name))
+            ms = _format_ms(r.median_ms) if r is not None and r.median_ms is not None else "-"
+            if r is not None and r.same_as_numpy is False:
+                ms += " (!)"
+                notes.append(f"{op.name} on {name} DIFFERS from NumPy")
+            if r is not None and r.error and name != _bench.OPENCV:
+                notes.append(f"{op.name} on {name}: {r.error}")
+            row.append(ms)
+            if name != REFERENCE:
+                x = speed.get((op.name, name))
+                row.append(_format_speedup(x) if x is not None else "-")
+        rows.append(row)
+    device_line = "devices: " + ", ".join(f"{n} = {devices.get(n, '')}" for n in columns)
+    if Console is not None and not args.plain:
+        table = Table(title=title, caption=device_line + "; x = speedup over numpy")
+        for i, h in enumerate(header):
+            table.add_column(h, justify="left" if i < 2 else "right", no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        out = Console()
+        if not out.is_terminal:  # a pipe or file: do not squeeze the table into 80 columns
+            out = Console(width=200)
+        out.print(table)
+    else:
+        print(title)
+        widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+        for row in [header] + rows:
+            print("  ".join(str(v).rjust(w) if i >= 2 else str(v).ljust(w)
+                            for i, (v, w) in enumerate(zip(row, widths))).rstrip())
+        print(device_line + "; x = speedup over numpy")
+    for note in notes:
+        print(f"note: {note}")
+    if args.json:
+        import dataclasses
+        import json
+
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"size": f"{width}x{height}", "columns": columns,
+                       "results": [dataclasses.asdict(r) for r in results]}, f, indent=1)
+        print(f"wrote {args.json}")
+    return 1 if any(r.same_as_numpy is False for r in results) else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="portcv", description="portcv: computer vision bit-exact on NumPy, CuPy and JAX")
+    parser.add_argument("--version", action="version", version=f"portcv {portcv.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("demo", help="run gray + blur on every backend, check they agree, time them")
+    p.add_argument("--size", type=parse_size, default=(1920, 1080), help="WIDTHxHEIGHT (default 1920x1080)")
+    p.add_argument("--backends", default=None, help="comma-separated (default: every registered backend; unavailable ones are listed as skipped)")
+    p.add_argument("--ksize", type=int, default=5)
+    p.add_argument("--sigma", type=float, default=1.2)
+    p.add_argument("--repeat", type=int, default=5, help="timed runs per backend")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="portcv_demo.png", help="output PNG (empty to skip)")
+    p.set_defaults(func=demo)
+    p = sub.add_parser("bench", help="time ops on every backend and OpenCV, print speedups over NumPy; "
+                                     "--html DIR publishes the asv dashboard")
+    p.add_argument("--size", type=parse_size, default=(1920, 1080), help="WIDTHxHEIGHT (default 1920x1080)")
+    p.add_argument("--backends", default=None, help="comma-separated (default: every registered backend that is available)")
+    p.add_argument("--ops", default=None, help="comma-separated substrings of op names (default: all)")
+    p.add_argument("--repeat", type=int, default=10, help="at most this many timed calls per op and backend")
+    p.add_argument("--budget", type=float, default=1.0, help="seconds of timed calls per op and backend (at least one call)")
+    p.add_argument("--no-opencv", action="store_true", help="leave OpenCV out")
+    p.add_argument("--plain", action="store_true", help="plain text table even when rich is installed")
+    p.add_argument("--json", default=None, help="also write the results to this JSON file")
+    p.add_argument("--html", default=None, metavar="DIR",
+                   help="instead of timing: asv publish the asv_bench results to DIR, with the CDN assets vendored")
+    p.add_argument("--asv-dir", default=None, help="the asv_bench folder (default: found from the current directory)")
+    p.set_defaults(func=bench)
+    # The domain modules define their own commands (next to the code they drive).
+    from ._faces import _add_faces_command  # `portcv faces IMAGE_OR_VIDEO`
+    from ._motion import _add_motion_command  # `portcv motion`
+    from ._stream import _add_stream_command  # `portcv stream serve|view`
+
+    _add_motion_command(sub)
+    _add_stream_command(sub)
+    _add_faces_command(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError) as exc:
+        print(f"portcv {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

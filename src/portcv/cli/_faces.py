@@ -1,0 +1,241 @@
+"""``portcv faces IMAGE_OR_VIDEO``: cascade face detection from the command line.
+
+An image (PNG, JPEG, ... read with imageio) gets its boxes printed and, with ``--out``, drawn
+(:func:`portcv.draw.boxes`); a video (read with PyAV through :mod:`portcv.video`) is detected
+frame by frame with :func:`portcv.detect.detect_video` (CUDA streams on CuPy), shows a progress
+bar, can be written annotated with ``--out``, and ends with the Rice paper's Table VII-style
+frame-rate summary (:func:`portcv.video.fps_statistics`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: File name endings read as still images; everything else is opened as a video.
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pgm", ".ppm", ".pnm"}
+DEFAULT_CASCADE = "haarcascade_frontalface_default.xml"
+
+
+class _CommandError(Exception):
+    """A user error: printed as ``portcv faces: error: ...``, exit code 2."""
+
+
+def _parse_min_size(text: str) -> tuple[int, int]:
+    try:
+        parts = [int(v) for v in text.lower().split("x")]
+    except ValueError:
+        parts = []
+    if len(parts) == 1:
+        parts = parts * 2
+    if len(parts) != 2 or min(parts) < 0:
+        raise argparse.ArgumentTypeError(f"min size must be a pixel count like 30 or WIDTHxHEIGHT like 30x40, "
+                                         f"got {text!r}")
+    return parts[0], parts[1]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def _add_faces_command(sub: Any) -> None:
+    """Register ``portcv faces`` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "faces",
+        help="cascade face detection (OpenCV's trained cascades) on an image or a video: boxes, annotated output, FPS",
+        description="Detect faces (or any OpenCV cascade's objects) as cv2.CascadeClassifier.detectMultiScale "
+        "does, on the chosen backend. An image: print the boxes. A video: progress bar and per-frame timing "
+        "statistics. --out writes the input with the boxes drawn.",
+    )
+    p.add_argument("source", help="an image (.png, .jpg, ...) or a video file (.mp4, .mkv, ...)")
+    p.add_argument("--cascade", default=DEFAULT_CASCADE,
+                   help=f"a cascade XML path, or a name in cv2.data.haarcascades (default {DEFAULT_CASCADE})")
+    p.add_argument("--backend", default="numpy", help="numpy (default), cupy or jax")
+    p.add_argument("--scale-factor", type=float, default=1.1, help="pyramid scale step, > 1 (default 1.1)")
+    p.add_argument("--min-neighbors", type=int, default=5, help="candidates a box needs (default 5)")
+    p.add_argument("--min-size", type=_parse_min_size, default=(30, 30),
+                   help="smallest object: 30 or WIDTHxHEIGHT (default 30)")
+    p.add_argument("--thickness", type=int, default=2, help="outline width of the drawn boxes (default 2)")
+    p.add_argument("--out", default=None, help="write the annotated image (.png, .jpg) or video (.mp4, .mkv) here")
+    p.add_argument("--frames", type=_positive_int, default=None, help="video: process at most N frames")
+    p.add_argument("--fps", type=float, default=None, help="video: frame rate of --out (default: the source's)")
+    p.add_argument("--no-progress", action="store_true", help="video: no progress bar")
+    p.set_defaults(func=_faces_command)
+
+
+def _faces_command(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except _CommandError as exc:
+        print(f"portcv faces: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    import portcv
+
+    from .. import _validate
+
+    source = Path(args.source)
+    if not source.is_file():
+        raise _CommandError(f"cannot read {str(source)!r}: no such file")
+    try:
+        b = portcv.backends.get(args.backend)
+    except (portcv.BackendUnavailableError, ValueError, TypeError) as exc:
+        raise _CommandError(f"--backend: {exc}") from None
+    try:
+        detector = portcv.detect.CascadeDetector.from_opencv(args.cascade)
+    except FileNotFoundError as exc:
+        raise _CommandError(f"--cascade: {exc}") from None
+    except ValueError as exc:
+        raise _CommandError(f"--cascade {args.cascade!r}: {exc}") from None
+    params = {"scale_factor": args.scale_factor, "min_neighbors": args.min_neighbors, "min_size": args.min_size}
+    try:
+        thickness = _validate.integer(args.thickness, "--thickness", low=1, high=255)
+        with portcv.using("numpy"):  # the options, checked before any decoding
+            detector.detect(np.zeros((1, 1), np.uint8), **params)
+    except (ValueError, TypeError) as exc:
+        raise _CommandError(str(exc).replace("scale_factor", "--scale-factor").replace(
+            "min_neighbors", "--min-neighbors").replace("min_size", "--min-size")) from None
+    is_image = source.suffix.lower() in IMAGE_SUFFIXES
+    if args.out is not None:
+        out_is_image = Path(args.out).suffix.lower() in IMAGE_SUFFIXES
+        if out_is_image != is_image:
+            want = "an image file (.png, .jpg, ...)" if is_image else "a video file (.mp4, .mkv, ...)"
+            raise _CommandError(f"--out {args.out!r}: the input is {'an image' if is_image else 'a video'}, "
+                                f"so --out must be {want}")
+    label = f"{args.cascade}, scale {args.scale_factor}, min neighbours {args.min_neighbors}, " \
+            f"min size {args.min_size[0]}x{args.min_size[1]}"
+    if is_image:
+        return _image(source, args, b, detector, params, thickness, label)
+    return _video(source, args, b, detector, params, thickness, label)
+
+
+def _read_image(path: Path) -> np.ndarray:
+    try:
+        import imageio.v3 as iio
+    except ImportError:
+        raise _CommandError("reading images needs imageio: pip install 'portcv[io]'") from None
+    try:
+        image = np.asarray(iio.imread(path))
+    except Exception as exc:  # noqa: BLE001 - imageio raises many kinds for a bad file
+        raise _CommandError(f"cannot read image {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    if image.dtype != np.uint8:
+        raise _CommandError(f"image {str(path)!r} has {image.dtype} pixels; 8-bit images only")
+    if image.ndim == 3 and image.shape[-1] == 1:
+        image = image[..., 0]
+    if not (image.ndim == 2 or (image.ndim == 3 and image.shape[-1] in (3, 4))):
+        raise _CommandError(f"image {str(path)!r} has shape {image.shape}; expected gray, RGB or RGBA")
+    return image
+
+
+def _write_image(path: Path, image: np.ndarray) -> None:
+    import imageio.v3 as iio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        iio.imwrite(path, image)
+    except Exception as exc:  # noqa: BLE001
+        raise _CommandError(f"cannot write {str(path)!r}: {type(exc).__name__}: {exc}") from None
+
+
+def _draw(frame: np.ndarray, boxes: np.ndarray, thickness: int) -> np.ndarray:
+    import portcv
+
+    with portcv.using("numpy"):
+        return portcv.to_numpy(portcv.draw.boxes(frame, boxes, thickness=thickness))
+
+
+def _image(source: Path, args: argparse.Namespace, b: Any, detector: Any, params: dict, thickness: int,
+           label: str) -> int:
+    import portcv
+
+    image = _read_image(source)
+    with portcv.using(b.name):
+        t0 = time.perf_counter()
+        boxes, neighbours = detector.detect(portcv.asarray(image), **params)
+        seconds = time.perf_counter() - t0
+    n = len(boxes)
+    print(f"portcv faces: {source} ({image.shape[1]}x{image.shape[0]}), {label}, backend {b.name}: "
+          f"{n} {'box' if n == 1 else 'boxes'} in {seconds * 1e3:.1f} ms (first call, compilation included)")
+    if n:
+        header = ("x", "y", "w", "h", "neighbours")
+        rows = [header] + [tuple(str(int(v)) for v in (*box, k)) for box, k in zip(boxes, neighbours)]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        for r in rows:
+            print("  " + "  ".join(v.rjust(w) for v, w in zip(r, widths)))
+    if args.out is not None:
+        _write_image(Path(args.out), _draw(image, boxes, thickness))
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _video(source: Path, args: argparse.Namespace, b: Any, detector: Any, params: dict, thickness: int,
+           label: str) -> int:
+    import portcv
+
+    from ..video import VideoWriter, iter_frames
+    from ..video._io import video_fps
+    from ._common import print_table, with_progress
+
+    try:
+        first = next(iter_frames(source, frames=1))  # a clear error now for an unreadable file
+    except ValueError as exc:  # VideoError
+        raise _CommandError(str(exc)) from None
+    with portcv.using(b.name):  # warm up (kernel compilation, JAX tracing) outside the timed frames
+        detector.detect(portcv.asarray(first), **params)
+    frames = with_progress(iter_frames(source, frames=args.frames), total=args.frames, desc=f"faces [{b.name}]",
+                            enabled=not args.no_progress)
+    writer = None
+    if args.out is not None:
+        fps = args.fps if args.fps is not None else video_fps(source)
+        writer = VideoWriter(args.out, fps=fps)
+    counts = []
+    try:
+        with portcv.using(b.name):
+            kept: collections.deque = collections.deque()  # detect_video reads a frame ahead
+
+            def keep(frames: Any) -> Any:
+                for frame in frames:
+                    kept.append(frame)
+                    yield frame
+
+            run = portcv.detect.detect_video(detector, keep(frames), **params)
+            for _, boxes, _ in run:
+                frame = kept.popleft()
+                counts.append(len(boxes))
+                if writer is not None:
+                    writer.write(_draw(frame, boxes, thickness))
+    except ValueError as exc:  # a frame that cannot be decoded or written
+        if writer is not None:
+            writer._abandon()
+        raise _CommandError(str(exc)) from None
+    except BaseException:
+        if writer is not None:
+            writer._abandon()
+        raise
+    if writer is not None:
+        writer.close()
+        print(f"wrote {args.out} ({writer.count} frames, boxes drawn)")
+    stats = run.statistics()
+    overlap = "; upload overlapped with CUDA streams" if run.overlapped else ""
+    print(f"portcv faces: {source} ({first.shape[1]}x{first.shape[0]}), {label}; {len(counts)} frames, "
+          f"boxes per frame min {min(counts)} / mean {sum(counts) / len(counts):.2f} / max {max(counts)}; "
+          f"FPS per frame (the Rice paper's Table VII){overlap}")
+    print_table(("backend", "device", "frames", "average", "median", "min", "max", "std", "throughput"), [
+        (b.name, b.device, str(stats["pairs"])) + tuple(
+            f"{stats[k]:.2f}" for k in ("average", "median", "min", "max", "std", "throughput"))])
+    return 0
+

@@ -1,0 +1,21 @@
+"""Colour conversions on uint8 images, exact integer arithmetic on every backend.
+"""
+
+from __future__ import annotations
+
+from ._channels import bgr_to_rgb, gray_to_rgb, rgb_to_bgr
+from ._gray import rgb_to_gray
+from ._histogram import histogram
+from ._threshold import binarize, binarize_auto, threshold_otsu, threshold_two_peaks
+
+__all__ = [
+    "rgb_to_gray",
+    "gray_to_rgb",
+    "rgb_to_bgr",
+    "bgr_to_rgb",
+    "histogram",
+    "threshold_two_peaks",
+    "threshold_otsu",
+    "binarize",
+    "binarize_auto",
+]

@@ -1,0 +1,493 @@
+"""Cascade window evaluation (OpenCV's Haar and LBP cascades), exact on every backend.
+
+The hot loops of :class:`portcv.detect.CascadeDetector`:
+
+- ``cascade_integrals``: the sum, squared-sum and (for tilted Haar features) 45-degree integral
+  images of the packed pyramid, in uint32 that wrap modulo 2**32. A rectangle inside one window
+  sums to less than 2**32 (the loader bounds the window area), so the uint32 difference of its
+  four corners is the true sum (widened to int64 for the variance, int32 in Haar features,
+  whose weighted sums the loader bounds below 2**26.5).
+- ``cascade_evaluate``: stages ``[stage_begin, stage_end)`` of the cascade at a list of windows
+  (flat offsets ``y * (Wp + 1) + x`` of their top-left corners in the integral images).
+  Status per window: ``1`` all stages passed, ``-s`` rejected at stage ``s`` (``0`` for stage 0),
+  ``-1`` variance reject (as OpenCV's ``runAt``).
+- ``cascade_group``: OpenCV's ``groupRectangles`` and the clip of the candidates, on the device.
+- ``cascade_compact``: OpenCV's stage-0 skip rule (the window after a visited stage-0 reject is
+  not visited) as a scan, then the visited survivors in ascending order: the scheduling paper's
+  mask -> plan (prefix-sum stream compaction, fixed capacity + count).
+
+The decisions are integer (``/work/shared/opencv-cascade.md``, ``docs/detect.md``):
+
+- variance: ``A = (W-2)(H-2)``, ``s, q`` = sum and squared sum over ``(1, 1, W-2, H-2)``,
+  ``nf = A*q - s*s`` (int64, < 2**53); reject when ``nf <= 0`` or ``100*A*A >= nf`` -- OpenCV's
+  ``A * float32(1/sqrt(nf)) >= 0.1`` without the square root (equal except at ties);
+- Haar node: ``F = sum w_i S_i`` (int32, exact). OpenCV goes left iff
+  ``float32(F) * float32(1/sqrt(nf)) < thr``; portcv decides ``F < thr * sqrt(nf)`` from signs
+  and squares: ``thr > 0``: ``F < 0 or F*F < thr^2 * nf``; ``thr <= 0``: ``F < 0 and F*F >
+  thr^2 * nf``, with ``F*F`` exact (float64, < 2**53) and ``thr^2 * nf`` one IEEE float64 multiply of exact
+  operands (``thr^2`` is float64(thr)**2, exact for a float32 ``thr``);
+- LBP node: 3x3 block sums, the 8-bit code, its bit in the node's 256-bit category set;
+- stage: ``sum(leaf_fixed) < stage_threshold_fixed`` in int64, exactly OpenCV's double sum.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._kernel import kernel
+
+#: Windows per chunk of the NumPy override (bounds its temporaries to ~100 MB).
+NUMPY_CHUNK = 1 << 16
+
+
+# --------------------------------------------------------------------------------------------
+# The packed pyramid in one gather
+# --------------------------------------------------------------------------------------------
+#: Fixed-point rounding of the pyramid gather: ``(sum of Q8 x Q8 products + 2**15) >> 16``.
+PYRAMID_ROUND = 1 << 15
+
+
+@kernel("cascade_pyramid")
+def pyramid_kernel(xp: Any, gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
+    """Every pyramid level resized from ``gray`` and packed into one uint8 image ``shape``.
+
+    One gather through host-built maps (``portcv.detect._detector.PyramidMaps``): packed pixel
+    ``p`` takes column entry ``xtab[xmap[p]] = (x0, x1, wx0, wx1)`` and row entry
+    ``ytab[ymap[p]] = (y0 * W, y1 * W, wy0, wy1)`` of its level's ``INTER_LINEAR_EXACT`` tables
+    (Q8 weights summing to 256), and is
+    ``(wy0 (wx0 g[y0,x0] + wx1 g[y0,x1]) + wy1 (wx0 g[y1,x0] + wx1 g[y1,x1]) + 2**15) >> 16``
+    -- ``resize``'s ``'exact'`` arithmetic; a level of the input's size (a copy) has weights
+    ``(256, 0)`` and an exact 2x reduction ``(128, 128)``, which gives ``resize``'s copy and
+    ``(a + b + c + d + 2) >> 2``. Entry 0 of both tables has zero weights: the fill pixels
+    (``pack_pyramid``'s ``fill=0``). Equal, bit for bit, to ``pack_pyramid([resize(gray, size=...,
+    interpolation='bilinear_exact') ...])`` (tested).
+    """
+    flat = xp.astype(xp.reshape(gray, (-1,)), xp.int32)
+    x0, x1, wx0, wx1 = (xp.take(xtab[:, k], xmap) for k in range(4))
+    y0, y1, wy0, wy1 = (xp.take(ytab[:, k], ymap) for k in range(4))
+    h0 = wx0 * xp.take(flat, y0 + x0) + wx1 * xp.take(flat, y0 + x1)
+    h1 = wx0 * xp.take(flat, y1 + x0) + wx1 * xp.take(flat, y1 + x1)
+    out = (wy0 * h0 + wy1 * h1 + PYRAMID_ROUND) >> 16  # <= 256 * 256 * 255 + 2**15 < 2**31
+    return xp.reshape(xp.astype(out, xp.uint8), shape)
+
+
+@pyramid_kernel.override("numpy")
+def _pyramid_numpy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
+    # The portable arithmetic in chunks of pixels, so the temporaries stay small.
+    out = np.empty(int(np.prod(shape)), np.uint8)
+    gray = np.asarray(gray)
+    for a in range(0, out.shape[0], NUMPY_CHUNK * 16):
+        part = slice(a, a + NUMPY_CHUNK * 16)
+        out[part] = pyramid_kernel.portable(np, gray, xmap[part], ymap[part], xtab, ytab, shape=(-1,))
+    return out.reshape(shape)
+
+
+# --------------------------------------------------------------------------------------------
+# Integral images
+# --------------------------------------------------------------------------------------------
+@kernel("cascade_integrals")
+def integrals_kernel(xp: Any, packed: Any, *, tilted: bool) -> Any:
+    """``(sum, sqsum, tilt)`` uint32 ``(H+1, W+1)`` of a uint8 ``(H, W)`` image, wrapping mod 2**32.
+
+    ``tilt`` is OpenCV's ``integral3`` tilted sum, ``T[Y][X] = sum(I[y][x] for y < Y and
+    |x - X + 1| <= Y - y - 1)``, built from row prefix sums ``R`` gathered along diagonals:
+    ``T[Y][X] = P1[Y][X + Y - 1] - P2[Y][X - Y]`` with ``P1[Y][s] = sum_{y<Y} R[y][s - y]`` and
+    ``P2[Y][d] = sum_{y<Y} R[y][d + y]`` (column indices clipped to ``[0, W]``: zero outside
+    the image). Without ``tilted`` the third array is ``sum`` itself (unused).
+    """
+    h, w = packed.shape
+    x = xp.astype(packed, xp.uint32)
+    zrow = xp.zeros((1, w), dtype=xp.uint32)
+    zcol = xp.zeros((h + 1, 1), dtype=xp.uint32)
+
+    def table(v: Any) -> Any:
+        padded = xp.concat([zcol, xp.concat([zrow, v], axis=0)], axis=1)
+        return xp.cumulative_sum(xp.cumulative_sum(padded, axis=0, dtype=xp.uint32), axis=1, dtype=xp.uint32)
+
+    sums = table(x)
+    sqsums = table(x * x)  # 255^2 fits uint32; the running sums wrap mod 2**32 by design
+    if not tilted:
+        return sums, sqsums, sums
+    rows = xp.concat([xp.zeros((h, 1), dtype=xp.uint32), xp.cumulative_sum(x, axis=1, dtype=xp.uint32)], axis=1)
+    flat_rows = xp.reshape(rows, (-1,))
+    y = xp.arange(h, dtype=xp.int64)[:, None]
+    base = y * (w + 1)
+    s = xp.arange(w + h + 1, dtype=xp.int64)[None, :]            # anti-diagonal x + y
+    d = xp.arange(-h, w + 1, dtype=xp.int64)[None, :]            # diagonal x - y
+    g1 = xp.take(flat_rows, xp.reshape(base + xp.clip(s - y, 0, w), (-1,)))
+    g2 = xp.take(flat_rows, xp.reshape(base + xp.clip(d + y, 0, w), (-1,)))
+    zero1 = xp.zeros((1, w + h + 1), dtype=xp.uint32)
+    p1 = xp.concat([zero1, xp.cumulative_sum(xp.reshape(g1, (h, w + h + 1)), axis=0, dtype=xp.uint32)], axis=0)
+    p2 = xp.concat([zero1, xp.cumulative_sum(xp.reshape(g2, (h, w + h + 1)), axis=0, dtype=xp.uint32)], axis=0)
+    yy = xp.arange(h + 1, dtype=xp.int64)[:, None]
+    xx = xp.arange(w + 1, dtype=xp.int64)[None, :]
+    width1 = w + h + 1
+    i1 = xp.reshape(yy * width1 + xp.clip(xx + yy - 1, 0, w + h), (-1,))
+    i2 = xp.reshape(yy * width1 + (xx - yy + h), (-1,))
+    tilt = xp.take(xp.reshape(p1, (-1,)), i1) - xp.take(xp.reshape(p2, (-1,)), i2)
+    tilt = xp.reshape(tilt, (h + 1, w + 1))
+    tilt = xp.where(yy == 0, xp.asarray(0, dtype=xp.uint32), tilt)
+    return sums, sqsums, tilt
+
+
+# --------------------------------------------------------------------------------------------
+# Window evaluation
+# --------------------------------------------------------------------------------------------
+def _corner_offsets(xp: Any, feature_rect: Any, feature_tilted: Any, *, feature_type: str, stride: int,
+                    tilt_base: int) -> Any:
+    """Per feature, the flat offsets (relative to the window corner) of its corner lookups.
+
+    Haar: ``(F, 12)``: rect r's corners ``4r .. 4r+3``, combined as ``c0 - c1 - c2 + c3``;
+    tilted features index the tilted table, stored after the sum table (``+ tilt_base``).
+    LBP: ``(F, 16)``: the 4x4 grid of block corners, row-major.
+    """
+    r = xp.astype(feature_rect, xp.int32)  # offsets < 2**31: the driver bounds the packed tables
+    if feature_type == "lbp":
+        x, y, w, h = r[:, 0:1], r[:, 1:2], r[:, 2:3], r[:, 3:4]
+        cols = [x + i * w for i in range(4)]
+        return xp.concat([(y + j * h) * stride + c for j in range(4) for c in cols], axis=1)
+    x, y, w, h = r[..., 0], r[..., 1], r[..., 2], r[..., 3]  # (F, 3)
+    up = [y * stride + x, y * stride + x + w, (y + h) * stride + x, (y + h) * stride + x + w]
+    tl = [y * stride + x, (y + h) * stride + x - h, (y + w) * stride + x + w, (y + w + h) * stride + x + w - h]
+    tflag = feature_tilted[:, None]
+    corners = [xp.where(tflag, t + tilt_base, u) for u, t in zip(up, tl)]  # 4 x (F, 3)
+    return xp.reshape(xp.stack(corners, axis=-1), (r.shape[0], 12))  # [rect][corner]
+
+
+def _variance_term(xp: Any, sums: Any, sqsums: Any, win: Any, *, window: tuple[int, int], stride: int) -> Any:
+    """``nf = A*q - s*s`` (int64) over the rect (1, 1, W-2, H-2) of each window."""
+    W, H = window
+    p = [stride + 1, stride + W - 1, (H - 1) * stride + 1, (H - 1) * stride + W - 1]
+
+    def rect(img: Any) -> Any:
+        g = [xp.take(img, win + o) for o in p]
+        return xp.astype(g[0] - g[1] - g[2] + g[3], xp.int64)
+
+    area = (W - 2) * (H - 2)
+    s, q = rect(sums), rect(sqsums)
+    return area * q - s * s
+
+
+def _stage_sum(xp: Any, img: Any, win: Any, nf: Any, offs: Any, arrays: tuple, *, feature_type: str,
+               t0: int, t1: int, depth: int) -> Any:
+    """Sum of the fixed-point leaves of trees ``[t0, t1)`` at each window: int64 ``(K,)``."""
+    (_, tree_node_start, tree_leaf_start, node_feature, node_left, node_right, node_threshold,
+     node_threshold_sq, node_subset, leaf_fixed, _, feature_weight, _) = arrays
+    ncorner = offs.shape[1]
+    k = win.shape[0]
+    ts = t1 - t0
+    roots = tree_node_start[t0:t1]
+    offs_t = xp.permute_dims(offs, (1, 0))
+    nf64 = None if nf is None else xp.astype(nf, xp.float64)[:, None]
+
+    def go_left(node: Any, uniform: bool) -> Any:
+        """Node decision; ``node``: global node ids ``(Ts,)`` (same for every window) or ``(K, Ts)``."""
+        feat = xp.take(node_feature, node)
+        # one gather of every corner of every tree's node, corner-major: (C, K, Ts)
+        o = xp.take(offs_t, xp.reshape(feat, (-1,)), axis=1)
+        o = xp.reshape(o, (ncorner, 1, ts) if uniform else (ncorner, k, ts))
+        values = xp.take(img, xp.reshape(win[None, :, None] + o, (-1,)))
+        values = xp.reshape(values, (ncorner, k, ts))
+        corner = [values[c] for c in range(ncorner)]
+        if feature_type == "haar":
+            # int32 throughout: the loader bounds sum |w_r| * (the rect's largest sum) below
+            # 2**26.5, so every rect sum, term and partial sum of F fits (no int64 emulation on GPUs)
+            wts = xp.astype(xp.take(feature_weight, feat, axis=0), xp.int32)  # (Ts,3) or (K,Ts,3)
+            total = None
+            for r in range(3):
+                srect = xp.astype(corner[4 * r] - corner[4 * r + 1] - corner[4 * r + 2] + corner[4 * r + 3], xp.int32)
+                term = (wts[None, :, r] if uniform else wts[..., r]) * srect
+                total = term if total is None else total + term
+            thr = xp.take(node_threshold, node)
+            thr_sq = xp.take(node_threshold_sq, node)
+            if uniform:
+                thr, thr_sq = thr[None, :], thr_sq[None, :]
+            f = xp.astype(total, xp.float64)
+            f2 = f * f  # |F| < 2**26.5: F^2 < 2**53, exact in float64
+            rhs = thr_sq * nf64
+            neg = total < 0
+            return xp.where(thr > 0, neg | (f2 < rhs), neg & (f2 > rhs))
+        # LBP: block (bi, bj) = grid[bj][bi] - grid[bj][bi+1] - grid[bj+1][bi] + grid[bj+1][bi+1]
+        def block(bi: int, bj: int) -> Any:
+            a = 4 * bj + bi
+            return corner[a] - corner[a + 1] - corner[a + 4] + corner[a + 5]
+
+        centre = block(1, 1)
+        code = xp.zeros(centre.shape, dtype=xp.int32)
+        for bit, (bi, bj) in zip((128, 64, 32, 16, 8, 4, 2, 1),
+                                 ((0, 0), (1, 0), (2, 0), (2, 1), (2, 2), (1, 2), (0, 2), (0, 1))):
+            code = code + xp.where(block(bi, bj) >= centre, bit, 0)
+        node2 = node[None, :] if uniform else node
+        word = xp.take(xp.reshape(node_subset, (-1,)), xp.reshape(node2 * 8 + (code >> 5), (-1,)))
+        word = xp.reshape(word, code.shape)
+        bit = xp.bitwise_and(xp.bitwise_right_shift(word, xp.astype(code & 31, xp.uint32)), xp.asarray(1, dtype=xp.uint32))
+        return bit != 0
+
+    left = go_left(roots, True)
+    child = xp.where(left, xp.take(node_left, roots)[None, :], xp.take(node_right, roots)[None, :])
+    for _ in range(depth - 1):
+        inner = child > 0
+        node = roots[None, :] + xp.where(inner, child, 0)
+        left = go_left(node, False)
+        nxt = xp.where(left, xp.take(node_left, node), xp.take(node_right, node))
+        child = xp.where(inner, nxt, child)
+    leaf = tree_leaf_start[t0:t1][None, :] - child  # child <= 0 is leaf -child
+    values = xp.take(leaf_fixed, xp.reshape(leaf, (-1,)))
+    return xp.sum(xp.reshape(values, (k, t1 - t0)), axis=1, dtype=xp.int64)
+
+
+def _prepare(xp: Any, sums: Any, sqsums: Any, tilt: Any, arrays: tuple, *, feature_type: str,
+             has_tilted: bool) -> tuple[Any, Any, int]:
+    stride = sums.shape[1]
+    flat = xp.reshape(sums, (-1,))
+    img = xp.concat([flat, xp.reshape(tilt, (-1,))]) if has_tilted else flat
+    offs = _corner_offsets(xp, arrays[10], arrays[12], feature_type=feature_type, stride=stride,
+                           tilt_base=flat.shape[0])
+    return img, offs, stride
+
+
+def _check_variance(A: int, nf: Any) -> Any:
+    return (nf <= 0) | (100 * A * A >= nf)
+
+
+@kernel("cascade_evaluate")
+def evaluate_kernel(xp: Any, sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any, feature_type: str,
+                    window: tuple[int, int], has_tilted: bool, stages: tuple, stage_begin: int, stage_end: int,
+                    check_variance: bool) -> Any:
+    """Status int32 ``(K,)`` of stages ``[stage_begin, stage_end)`` at ``windows`` (see the module docstring).
+
+    ``arrays`` are :meth:`Cascade.arrays`; ``stages`` is :meth:`Cascade.stage_layout`.
+    """
+    img, offs, stride = _prepare(xp, sums, sqsums, tilt, arrays, feature_type=feature_type, has_tilted=has_tilted)
+    win = xp.astype(windows, xp.int32)
+    k = win.shape[0]
+    status = xp.ones(k, dtype=xp.int32)
+    alive = xp.ones(k, dtype=xp.bool)
+    nf = None
+    if feature_type == "haar":
+        nf = _variance_term(xp, xp.reshape(sums, (-1,)), xp.reshape(sqsums, (-1,)), win, window=window, stride=stride)
+        if check_variance:
+            W, H = window
+            bad = _check_variance((W - 2) * (H - 2), nf)
+            status = xp.where(bad, xp.asarray(-1, dtype=xp.int32), status)
+            alive = ~bad
+    thr_fixed = arrays[0]
+    for s in range(stage_begin, stage_end):
+        t0, t1, depth = stages[s]
+        acc = _stage_sum(xp, img, win, nf, offs, arrays, feature_type=feature_type, t0=t0, t1=t1, depth=depth)
+        fail = alive & (acc < thr_fixed[s])
+        status = xp.where(fail, xp.asarray(-s, dtype=xp.int32), status)
+        alive = alive & ~fail
+    return status
+
+
+@evaluate_kernel.override("numpy")
+def _evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any, feature_type: str,
+                    window: tuple[int, int], has_tilted: bool, stages: tuple, stage_begin: int, stage_end: int,
+                    check_variance: bool) -> Any:
+    # The host schedule: the same per-stage arithmetic as the portable version, but each stage
+    # runs only on the windows still alive (compacted with flatnonzero) and in chunks that bound
+    # the temporaries. numpy:readonly runs the portable version; the tests require equal bits.
+    xp = np
+    img, offs, stride = _prepare(xp, sums, sqsums, tilt, arrays, feature_type=feature_type, has_tilted=has_tilted)
+    win_all = np.asarray(windows).astype(np.int32)
+    k = win_all.shape[0]
+    status = np.ones(k, dtype=np.int32)
+    nf_all = None
+    alive = np.arange(k)
+    if feature_type == "haar":
+        nf_all = _variance_term(xp, np.reshape(sums, (-1,)), np.reshape(sqsums, (-1,)), win_all, window=window,
+                                stride=stride)
+        if check_variance:
+            W, H = window
+            bad = _check_variance((W - 2) * (H - 2), nf_all)
+            status[bad] = -1
+            alive = np.flatnonzero(~bad)
+    thr_fixed = arrays[0]
+    for s in range(stage_begin, stage_end):
+        if alive.size == 0:
+            break
+        t0, t1, depth = stages[s]
+        chunk = max(1, NUMPY_CHUNK * 16 // max(1, t1 - t0))
+        passed = np.empty(alive.size, bool)
+        for a in range(0, alive.size, chunk):
+            idx = alive[a : a + chunk]
+            nf = None if nf_all is None else nf_all[idx]
+            acc = _stage_sum(xp, img, win_all[idx], nf, offs, arrays, feature_type=feature_type, t0=t0, t1=t1,
+                             depth=depth)
+            passed[a : a + chunk] = acc >= thr_fixed[s]
+        status[alive[~passed]] = -s
+        alive = alive[passed]
+    return status
+
+
+@kernel("cascade_evaluate_plan")
+def plan_evaluate_kernel(xp: Any, sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any,
+                         *arrays: Any, feature_type: str, window: tuple[int, int], has_tilted: bool, stages: tuple,
+                         stage_begin: int, stage_end: int, check_variance: bool) -> Any:
+    """Status int32 ``(C,)`` of ``windows[plan[i]]`` for ``i < count``, 0 for the other slots.
+
+    ``plan`` (int32 ``(C,)``) and ``count`` (0-d int32) come from :func:`compact_kernel` and stay
+    on the device: the capacity ``C`` is static, so no host round trip is needed between the
+    breadth-first stages and the plan (B's proposal; the CuPy override launches the stages with
+    the device count and the plan as an index into ``windows``).
+    """
+    win = xp.take(windows, plan)
+    status = evaluate_kernel.portable(xp, sums, sqsums, tilt, win, *arrays, feature_type=feature_type,
+                                      window=window, has_tilted=has_tilted, stages=stages, stage_begin=stage_begin,
+                                      stage_end=stage_end, check_variance=check_variance)
+    live = xp.arange(plan.shape[0], dtype=xp.int32) < count
+    return xp.where(live, status, xp.asarray(0, dtype=xp.int32))
+
+
+@plan_evaluate_kernel.override("numpy")
+def _plan_evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any, *arrays: Any,
+                         **params: Any) -> Any:
+    # The host knows count for free: the host schedule on the live slots only.
+    plan = np.asarray(plan)
+    n = max(0, min(int(count), plan.shape[0]))
+    status = np.zeros(plan.shape[0], np.int32)
+    if n:
+        status[:n] = _evaluate_numpy(sums, sqsums, tilt, np.asarray(windows)[plan[:n]], *arrays, **params)
+    return status
+
+
+# --------------------------------------------------------------------------------------------
+# Skip rule + compaction
+# --------------------------------------------------------------------------------------------
+@kernel("cascade_compact")
+def compact_kernel(xp: Any, status: Any, row_end: Any, *, capacity: int) -> Any:
+    """``(plan, count)``: ascending indices of the *visited* windows with ``status == 1``.
+
+    OpenCV scans each row left to right and skips the window after a visited window rejected at
+    stage 0 (``status == 0``): ``v[first] = 1``, ``v[i+1] = not (v[i] and status[i] == 0)``.
+    Closed form: with ``r`` the last index before ``i`` that is a non-reject or the end of a row
+    (``row_end``), ``v[i] = (i - r - 1)`` is even. ``r`` comes from a prefix count and a
+    scatter (no cumulative max in the array API). ``plan`` has ``capacity`` int32 slots
+    (``count..capacity-1`` hold zeros); ``count = min(survivors, capacity)`` (0-d int32).
+    ``row_end=None``: no skip rule, every ``status == 1`` index is kept (plan -> plan).
+    """
+    import array_api_extra as xpx
+
+    n = status.shape[0]
+    idx = xp.arange(n, dtype=xp.int32)
+    if row_end is None:
+        keep = status == 1
+        krank = xp.cumulative_sum(xp.astype(keep, xp.int32)) - 1
+        slot = xp.where(keep & (krank < capacity), krank, capacity)
+        plan = xpx.at(xp.zeros(capacity + 1, dtype=xp.int32), slot).set(idx)[:capacity]
+        total = xp.sum(xp.astype(keep, xp.int32), dtype=xp.int32)
+        return plan, xp.asarray(xp.minimum(total, capacity), dtype=xp.int32)
+    reset = (status != 0) | row_end
+    rank = xp.cumulative_sum(xp.astype(reset, xp.int32))  # inclusive: resets at or before i
+    before = rank - xp.astype(reset, xp.int32)              # resets strictly before i
+    # position of the j-th reset (1-based j); slot 0 is "none" (-1); slot n+1 a dump slot
+    dest = xp.where(reset, rank, n + 1)
+    pos = xpx.at(xp.full(n + 2, -1, dtype=xp.int32), dest).set(idx)
+    last = xp.take(pos, before)
+    visited = ((idx - last - 1) % 2) == 0
+    keep = visited & (status == 1)
+    krank = xp.cumulative_sum(xp.astype(keep, xp.int32)) - 1
+    ok = keep & (krank < capacity)
+    slot = xp.where(ok, krank, capacity)
+    plan = xpx.at(xp.zeros(capacity + 1, dtype=xp.int32), slot).set(idx)[:capacity]
+    count = xp.asarray(xp.minimum(xp.sum(xp.astype(keep, xp.int32), dtype=xp.int32), capacity), dtype=xp.int32)
+    return plan, count
+
+
+@kernel("cascade_candidates")
+def candidates_kernel(xp: Any, plan: Any, count: Any, status: Any, *, limit: int) -> Any:
+    """The one small device -> host transfer of a detection: int32 ``(limit + 2,)``.
+
+    ``[count, n, idx_0, ..., idx_{limit-1}]``: ``count`` the plan's length, ``n`` the number of
+    plan slots whose later-stage ``status`` is 1 (all of them, not capped by ``limit``), and
+    ``idx`` their window indices ``plan[i]`` in ascending order (zeros after ``min(n, limit)``).
+    """
+    capacity = plan.shape[0]
+    keep, n = compact_kernel.portable(xp, status, None, capacity=capacity)
+    idx = xp.take(plan, keep[:limit]) if limit <= capacity else xp.concat(
+        [xp.take(plan, keep), xp.zeros(limit - capacity, dtype=xp.int32)])
+    head = xp.stack([xp.astype(count, xp.int32), xp.astype(n, xp.int32)])
+    return xp.concat([head, xp.where(xp.arange(limit, dtype=xp.int32) < n, idx, 0)])
+
+
+@kernel("cascade_group")
+def group_kernel(xp: Any, cand: Any, win_x: Any, win_y: Any, win_level: Any, factors: Any, recip: Any, *,
+                 window: tuple[int, int], min_neighbors: int, eps: float, width: int, height: int,
+                 capacity: int) -> Any:
+    """OpenCV's ``groupRectangles`` and the clip to the image, on the device: int32 ``(2 + 5 C,)``.
+
+    ``cand`` is ``candidates_kernel``'s ``[count, n, idx...]`` (at least ``C + 2`` long, ``C =
+    capacity``); window ``w`` is at ``(win_x[w], win_y[w])`` of level ``win_level[w]`` whose
+    float32 scale is ``factors[level]``; ``recip[k] = float32(1) / float32(k)`` (``k <= C``,
+    made on the host: every backend divides alike). The result is ``[n, m, (x, y, w, h,
+    neighbours) * m, 0...]`` -- the boxes ``group_rectangles_impl`` then ``clip_rects`` return,
+    in their order -- or ``[n, -1, 0...]`` when ``n > C`` (the host groups instead).
+
+    Same arithmetic as the host: rects ``rint(float32(x) * f)``; classes are the connected
+    components of SimilarRects (``delta = eps * (min w + min h) * 0.5`` in float64), found here
+    by ``ceil(log2 C)`` squarings of the reachability matrix (a float32 product of 0/1
+    matrices: exact), each labelled by its smallest member; averages ``rint(float32(sum) *
+    recip[n])`` (the sums exact in a float64 product); ``dx = rint(w * eps)`` in float64;
+    the containment filter; the clip.
+    """
+    C = capacity
+    n = xp.astype(cand[1], xp.int32)
+    ar = xp.arange(C, dtype=xp.int32)
+    valid = ar < n
+    idx = xp.where(valid, cand[2 : 2 + C], 0)
+    f = xp.take(factors, xp.take(win_level, idx))
+
+    def scaled(v: Any) -> Any:  # rint(float32(v) * f), OpenCV's window -> image mapping
+        return xp.astype(xp.round(xp.astype(v, xp.float32) * f), xp.int64)
+
+    rx, ry = scaled(xp.take(win_x, idx)), scaled(xp.take(win_y, idx))
+    rw = scaled(xp.full(C, window[0], dtype=xp.int32))
+    rh = scaled(xp.full(C, window[1], dtype=xp.int32))
+    delta = (eps * xp.astype(xp.minimum(rw[:, None], rw[None, :]) + xp.minimum(rh[:, None], rh[None, :]),
+                             xp.float64)) * 0.5
+
+    def close(a: Any) -> Any:
+        return xp.astype(xp.abs(a[:, None] - a[None, :]), xp.float64) <= delta
+
+    pair = valid[:, None] & valid[None, :]
+    linked = close(rx) & close(ry) & close(rx + rw) & close(ry + rh) & pair
+    reach = xp.astype(linked | (ar[:, None] == ar[None, :]), xp.float32)
+    for _ in range(max(1, (C - 1).bit_length())):  # paths of up to 2^k steps: every component
+        reach = xp.astype(xp.matmul(reach, reach) > 0, xp.float32)
+    label = xp.min(xp.where(reach > 0, ar[None, :], C), axis=1)  # smallest member
+    root = valid & (label == ar)
+    # Class r (a root) holds the valid i with label[i] == r. Sums as a float64 product: integers
+    # under 2^53, so exact in any order (no scatter-add: NumPy's would drop repeated indices).
+    same = (label[None, :] == ar[:, None]) & valid[None, :]
+    members = xp.sum(xp.astype(same, xp.int32), axis=1, dtype=xp.int32)
+    sums = xp.astype(xp.matmul(xp.astype(same, xp.float64), xp.astype(xp.stack([rx, ry, rw, rh], axis=1), xp.float64)),
+                     xp.int64)
+    inv = xp.take(recip, members)
+    ax, ay, aw, ah = (xp.astype(xp.round(xp.astype(sums[:, k], xp.float32) * inv), xp.int64) for k in range(4))
+    dx = xp.astype(xp.round(xp.astype(aw, xp.float64) * eps), xp.int64)
+    dy = xp.astype(xp.round(xp.astype(ah, xp.float64) * eps), xp.int64)
+    big = root & (members > min_neighbors)
+    inside = ((ax[:, None] >= ax[None, :] - dx[None, :]) & (ay[:, None] >= ay[None, :] - dy[None, :])
+              & (ax[:, None] + aw[:, None] <= ax[None, :] + aw[None, :] + dx[None, :])
+              & (ay[:, None] + ah[:, None] <= ay[None, :] + ah[None, :] + dy[None, :]))
+    stronger = (members[None, :] > xp.maximum(members[:, None], 3)) | (members[:, None] < 3)
+    covered = inside & stronger & big[None, :] & (ar[:, None] != ar[None, :])
+    x0, y0 = xp.maximum(ax, 0), xp.maximum(ay, 0)
+    x1, y1 = xp.minimum(ax + aw, width), xp.minimum(ay + ah, height)
+    keep = big & ~xp.any(covered, axis=1) & (x1 > x0) & (y1 > y0)
+    order, m = compact_kernel.portable(xp, xp.astype(keep, xp.int32), None, capacity=C)
+    boxes = xp.stack([x0, y0, x1 - x0, y1 - y0, xp.astype(members, xp.int64)], axis=1)
+    boxes = xp.where((ar < m)[:, None] & (n <= C), xp.take(boxes, order, axis=0), 0)
+    head = xp.stack([n, xp.where(n <= C, m, -1)])
+    return xp.concat([head, xp.reshape(xp.astype(boxes, xp.int32), (-1,))])
+
+
+def reciprocals(capacity: int) -> np.ndarray:
+    """``float32(1) / float32(k)`` for ``k = 0..capacity`` (k = 0 unused: 0), group_kernel's ``recip``."""
+    k = np.arange(capacity + 1, dtype=np.float32)
+    with np.errstate(divide="ignore"):
+        return np.where(k > 0, np.float32(1) / k, np.float32(0)).astype(np.float32)
+

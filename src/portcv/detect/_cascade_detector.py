@@ -1,0 +1,198 @@
+"""The cascade detector: a cascade, its compiled scans per frame geometry, and detection per frame."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _validate
+from ._detector import (
+    GROUP_EPS,
+    candidates_to_rects,
+    check_params,
+    clip_rects,
+    load,
+    run_scan,
+    to_gray,
+)
+from ._group import group_rectangles_impl
+from ._xml import Cascade, parse_cascade
+
+
+class CascadeDetector:
+    """Multi-scale cascade detector with OpenCV ``CascadeClassifier`` semantics.
+
+    Parameters
+    ----------
+    cascade : Cascade
+        From :func:`load_cascade`; or use :meth:`from_opencv`.
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> det = portcv.detect.CascadeDetector.from_opencv("haarcascade_frontalface_default.xml")  # doctest: +SKIP
+    >>> boxes, neighbours = det.detect(np.zeros((64, 64), np.uint8))                            # doctest: +SKIP
+    >>> boxes.shape, neighbours.shape                                                           # doctest: +SKIP
+    ((0, 4), (0,))
+    """
+
+    def __init__(self, cascade: Cascade) -> None:
+        if not isinstance(cascade, Cascade):
+            raise TypeError(f"cascade must be a portcv.detect.Cascade, got {type(cascade).__name__}")
+        self.cascade = cascade
+        self._device: dict[Any, tuple] = {}  # cascade arrays per device
+        self._grids: dict[tuple, int] = {}  # plan capacities learned per frame geometry (JAX)
+
+    @classmethod
+    def from_opencv(cls, path_or_name: Any) -> "CascadeDetector":
+        """A detector for an OpenCV cascade XML file (a path, or a name; see :func:`load_cascade`).
+
+        Examples
+        --------
+        >>> import portcv
+        >>> det = portcv.detect.CascadeDetector.from_opencv("haarcascade_eye.xml")  # doctest: +SKIP
+        >>> det.cascade.window                                                      # doctest: +SKIP
+        (20, 20)
+        """
+        return cls(load(path_or_name))
+
+    @classmethod
+    def from_xml(cls, data: bytes) -> "CascadeDetector":
+        """A detector from cascade XML bytes (same checks as :func:`load_cascade`)."""
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        return cls(parse_cascade(bytes(data)))
+
+    def __repr__(self) -> str:
+        c = self.cascade
+        return (f"<CascadeDetector {c.feature_type} {c.window[0]}x{c.window[1]}, {c.n_stages} stages, "
+                f"{c.n_trees} trees>")
+
+    def detect(self, image: Any, *, scale_factor: float = 1.1, min_neighbors: int = 3, min_size: Any = (0, 0),
+               max_size: Any = None, split_stage: Any = None, raw: bool = False,
+               channel_axis: Any = "auto") -> Any:
+        """Detect objects at every scale, as ``cv2.CascadeClassifier.detectMultiScale2``.
+
+        Parameters
+        ----------
+        image : (H, W) or (H, W, C) uint8 array, or a batch (T, H, W[, C])
+            Gray, or RGB (C = 3, or 4 with alpha ignored), converted with OpenCV's fixed-point
+            ``RGB2GRAY`` (:func:`portcv.color.rgb_to_gray`). Any backend.
+        scale_factor : float
+            Ratio between pyramid scales, in (1, 10] (``scaleFactor``).
+        min_neighbors : int
+            Keep clusters of more than this many candidates (``minNeighbors``); 0 returns the
+            ungrouped candidates.
+        min_size, max_size : (int, int)
+            Smallest / largest object ``(width, height)``; ``max_size=None`` (or a 0 in it) means
+            the image size (``minSize``, ``maxSize``). A ``min_size`` larger than the image gives
+            no detections, not an error (as cv2).
+        split_stage : int or None
+            Stages ``[0, split_stage)`` run breadth-first on every window of every scale; the
+            visited survivors are compacted and stages ``[split_stage, S)`` run on that plan.
+            None (default): the backend's measured best (2 on CuPy and NumPy, 1 on JAX).
+            Any value gives the same result; it only moves work.
+        raw : bool
+            Return the candidates before grouping (as ``min_neighbors=0``).
+        channel_axis : {'auto', None, -1}
+            As in :func:`portcv.filters.sep_filter`.
+
+        Returns
+        -------
+        boxes : (N, 4) int32 NumPy array
+            ``[x, y, w, h]`` in image pixels, clipped to the image.
+        neighbours : (N,) int32 NumPy array
+            Candidates per box (``numDetections``; ones for raw candidates).
+            For a batch, a list of ``(boxes, neighbours)`` per frame.
+
+        Notes
+        -----
+        OpenCV 4.13 ``CascadeClassifierImpl::detectMultiScale`` (``cascadedetect.cpp``), read
+        into ``/work/shared/opencv-cascade.md``; the scheduling paper's breadth-first stages
+        with mask -> plan compaction; the MCT thesis (section 3.1) packed pyramid. The window
+        decision is integer (see ``portcv._cascade``): variance ``100 A^2 >= nf`` instead of
+        ``A / sqrt(nf) >= 0.1``, Haar nodes ``F < thr sqrt(nf)`` from signs and squares, stage
+        sums in fixed point; identical on every backend, equal to OpenCV's float decision
+        except at exact ties. Candidate coordinates are ``rint(x * factor)`` (half to even).
+        The grouping (``groupRectangles``, eps 0.2) and the clip run on the device on CuPy and
+        JAX (one small copy of the boxes comes back) and on the host on NumPy; same boxes.
+
+        Examples
+        --------
+        >>> import numpy as np, portcv
+        >>> det = portcv.detect.CascadeDetector.from_opencv("haarcascade_frontalface_default.xml")  # doctest: +SKIP
+        >>> boxes, n = det.detect(np.full((48, 48), 128, np.uint8), min_neighbors=0)               # doctest: +SKIP
+        >>> len(boxes)                                                                              # doctest: +SKIP
+        0
+        """
+        c = self.cascade
+        sf, mn, mins, maxs, split = check_params(scale_factor, min_neighbors, min_size, max_size, split_stage,
+                                                 c.n_stages)
+        if not isinstance(raw, bool):
+            raise TypeError(f"raw must be a bool, got {type(raw).__name__}")
+        img = _validate.image(image)
+        gray, batched = to_gray(img, channel_axis)
+        if batched:
+            return [self._detect_one(gray[t], sf, mn, mins, maxs, split, raw) for t in range(gray.shape[0])]
+        return self._detect_one(gray, sf, mn, mins, maxs, split, raw)
+
+    def _detect_one(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, split: int,
+                    raw: bool) -> tuple[np.ndarray, np.ndarray]:
+        height, width = gray.shape
+        # The cached geometry, the launches and the single read-back: _detector.run_scan.
+        scanned = run_scan(self.cascade, gray, sf, mins, maxs, split, device_cache=self._device, state=self._grids,
+                           min_neighbors=0 if raw else mn)
+        if scanned is None:
+            return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
+        grid, idx, grouped = scanned
+        if grouped is not None:  # grouped and clipped on the device (CuPy)
+            return grouped
+        rects = candidates_to_rects(grid, idx, self.cascade.window)
+        if raw or mn == 0:
+            neighbours = np.ones(rects.shape[0], np.int32)
+        else:
+            rects, neighbours = group_rectangles_impl(rects, mn, GROUP_EPS)
+        return clip_rects(rects, neighbours, width, height)
+
+
+def load_cascade(path_or_name: Any) -> Cascade:
+    """Load an OpenCV cascade XML file into a :class:`Cascade` (flat arrays).
+
+    Parameters
+    ----------
+    path_or_name : str or os.PathLike
+        A file path, or a bare file name looked up in ``cv2.data.haarcascades`` (when OpenCV is
+        installed) and in scikit-image's data folder (``'lbpcascade_frontalface_opencv.xml'``).
+
+    Returns
+    -------
+    Cascade
+        Host NumPy arrays; see ``docs/detect.md`` for the layout.
+
+    Raises
+    ------
+    FileNotFoundError
+        Neither a file nor a known cascade name.
+    ValueError
+        Malformed, truncated or unsupported XML (a DOCTYPE/ENTITY, more than 64 MB, a missing
+        tag, an index out of range, a non-integer Haar weight, ...), naming the file.
+
+    Notes
+    -----
+    Reads OpenCV's new (``opencv-cascade-classifier``) and old (``opencv-haar-classifier``)
+    formats: Haar features with tilted rectangles and multi-node trees, LBP features with
+    256-bit category sets (``cascadedetect.cpp`` / ``cascadedetect_convert.cpp`` semantics, from
+    ``/work/shared/opencv-cascade.md``). The stage thresholds are ``float32(xml) - 1e-5f`` as in
+    OpenCV, and leaves become integers at a common binary scale ``2**k``, so a stage's decision
+    is an exact int64 comparison. scikit-image's copy of the LBP face cascade misspells
+    ``featureParams`` as ``featuhreParams``; it is accepted (``Cascade.notes`` says so).
+
+    Examples
+    --------
+    >>> import portcv
+    >>> c = portcv.detect.load_cascade("haarcascade_frontalface_default.xml")  # doctest: +SKIP
+    >>> c.feature_type, c.window, c.n_stages                                   # doctest: +SKIP
+    ('haar', (24, 24), 25)
+    """
+    return load(path_or_name)

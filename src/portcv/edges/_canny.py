@@ -1,0 +1,121 @@
+"""Canny edges, bit-identical to ``cv2.Canny``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _validate
+from ..filters._gradients import gradients_kernel
+from ..filters._separable import separable_filter_kernel
+from ._edges import canny_candidates_kernel, hysteresis_kernel
+from ._gradient import _INT32_MAX, _threshold
+
+#: Aperture sizes of :func:`canny` (``cv2.Canny``'s ``apertureSize``).
+CANNY_KSIZES = (3, 5, 7)
+
+
+# --------------------------------------------------------------------------------------------
+# Canny
+# --------------------------------------------------------------------------------------------
+def _canny_threshold(t: float, l2: bool, ksize: int) -> int:
+    """cv::Canny's integer threshold: /16 for aperture 7, squared (capped at 32767) for L2, floored."""
+    if ksize == 7:
+        t = t / 16.0  # exact: a division by a power of two
+    if l2:
+        t = min(32767.0, t)
+        t = t * t  # OpenCV squares in double, then floors
+    return min(_INT32_MAX, math.floor(t))
+
+
+def _round_half_even_div16(xp: Any, s: Any) -> Any:
+    """``rint(s / 16)`` of int32 sums (ties to even), as cv::Sobel's ``saturate_cast<short>(s * (1/16.))``."""
+    q = s >> 4  # floor
+    r = s & 15
+    up = (r > 8) | ((r == 8) & ((q & 1) == 1))
+    return q + xp.astype(up, xp.int32)
+
+
+def _canny_gradients(img: Any, ksize: int) -> tuple[Any, Any]:
+    """cv::Canny's gradients: Sobel with BORDER_REPLICATE, int16; aperture 7 scaled by 1/16."""
+    if ksize != 7:
+        # |g| <= 16 * 6 * 255 = 24480 for ksize 5: no saturation
+        return gradients_kernel(img, ksize=3 if ksize == 3 else 5, has_channels=False, border="replicate")
+    from ..backends import backend
+    from ..filters._gradients import deriv_taps
+
+    xp = backend().xp
+    smooth, deriv = deriv_taps(0, 7), deriv_taps(1, 7)
+    common = {"has_channels": False, "border": "replicate", "border_value": 0, "finish": ("shift", 0, 0, "int32")}
+    sx = separable_filter_kernel(img, kx=deriv, ky=smooth, **common)  # |sum| <= 64 * 20 * 255 = 326400
+    sy = separable_filter_kernel(img, kx=smooth, ky=deriv, **common)
+    return (
+        xp.astype(_round_half_even_div16(xp, sx), xp.int16),  # |.| <= 20400
+        xp.astype(_round_half_even_div16(xp, sy), xp.int16),
+    )
+
+
+def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient: bool = False) -> Any:
+    """Canny edges with hysteresis; equals ``cv2.Canny(image, t_low, t_high, ksize, L2gradient=l2gradient)`` bit for bit.
+
+    The standard method the Rice paper compares with (section II-F, Listing 5): Sobel gradients
+    (border replicate), non-maximum suppression along one of four directions, a pixel is a
+    candidate when its magnitude exceeds ``t_low`` and strong when it exceeds ``t_high``, and the
+    edges are the candidates 8-connected to a strong one (hysteresis).
+
+    Parameters
+    ----------
+    image : (..., H, W) uint8 array
+        Gray frames; leading axes are a batch.
+    t_low, t_high : float
+        Thresholds (>= 0); swapped when ``t_low > t_high``, as OpenCV does.
+    ksize : {3, 5, 7}
+        Sobel aperture (``apertureSize``). OpenCV scales aperture 7's gradients and thresholds
+        by 1/16; so does this.
+    l2gradient : bool
+        ``True``: the magnitude is ``sqrt(gx^2 + gy^2)`` (compared squared with
+        ``floor(min(t, 32767)^2)``); ``False``: ``|gx| + |gy|``.
+
+    Returns
+    -------
+    uint8 array of the image's shape, 0 or 255.
+
+    Notes
+    -----
+    OpenCV's integer rules are followed exactly (``docs/edges.md``): thresholds are floored
+    (after squaring for L2); the direction of a candidate is decided by ``|gy| * 2^15`` against
+    ``|gx| * 13573`` (tan 22.5 deg in Q15) and ``|gx| * (13573 + 2^16)`` (tan 67.5 deg); the
+    comparisons with the neighbours along it are ``m > m_prev`` and ``m >= m_next`` horizontally
+    and vertically and strict diagonally; the magnitude is 0 outside the image. Hysteresis is
+    the fixed point of ``edge <- candidate & dilate3x3(edge)`` from the strong candidates: a
+    host-checked loop on NumPy, ``lax.while_loop`` under JAX, and on CuPy (after a CUDA kernel
+    for the candidates, ``_edges.cu``) a CUDA kernel that
+    propagates inside 32x32 shared-memory tiles until they settle, relaunched until a launch
+    changes nothing (one host read per 8 launches). Agreement with ``cv2.Canny`` 4.13 is 100%
+    (bit-exact) in the tests.
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> img = np.zeros((8, 10), np.uint8); img[:, 5:] = 200
+    >>> portcv.to_numpy(portcv.edges.canny(img, 50, 150))[3].tolist()  # as cv2.Canny
+    [0, 0, 0, 0, 255, 0, 0, 0, 0, 0]
+    """
+    img = _validate.image(image)
+    t_low = _threshold(t_low, "t_low")
+    t_high = _threshold(t_high, "t_high")
+    ksize = _validate.integer(ksize, "ksize")
+    if ksize not in CANNY_KSIZES:
+        raise ValueError(f"ksize must be one of {CANNY_KSIZES}, got {ksize}")
+    if not isinstance(l2gradient, (bool, np.bool_)):
+        raise TypeError(f"l2gradient must be a bool, got {type(l2gradient).__name__}")
+    l2 = bool(l2gradient)
+    if t_low > t_high:
+        t_low, t_high = t_high, t_low
+    gx, gy = _canny_gradients(img, ksize)
+    state = canny_candidates_kernel(
+        gx, gy, low=_canny_threshold(t_low, l2, ksize), high=_canny_threshold(t_high, l2, ksize), l2=l2
+    )
+    return hysteresis_kernel(state)

@@ -1,0 +1,489 @@
+"""Edge kernels: the Rice paper's NMS + selective thresholding, Canny's NMS and hysteresis.
+
+The paper (Rice, section II-D, Algorithm 1; CUDA Listings 3-4) classifies a pixel by the sector
+of its gradient angle, keeps it if its magnitude beats both neighbours along that sector and
+exceeds t_h, and then marks every pixel of its (2 alpha + 1)^2 apron whose magnitude exceeds t_l.
+Here everything is exact integer arithmetic:
+
+* the magnitude is never rooted: ``G > t`` is ``gx^2 + gy^2 > floor(t^2)`` and
+  ``G_a > G_b`` is ``m_a > m_b`` with ``m = gx^2 + gy^2`` (sqrt is strictly increasing);
+* the sector is an integer predicate on ``(gx, gy)`` (``tan^2(pi/6) = 1/3``, ``tan^2(pi/3) = 3``):
+  no atan2 (:func:`sectors`);
+* the apron is a *gather*: an output pixel is an edge when its own magnitude exceeds t_l and an
+  accepted pixel lies within alpha of it in both axes -- the binary dilation of the accepted
+  map by a (2 alpha + 1)^2 box, a separable OR (:func:`box_or`). The paper's listing scatters
+  255 into the apron from many threads while other threads reset their own pixel to 0 (a race);
+  the gather has no race and gives the pseudocode's result.
+
+Canny (``canny_candidates_kernel``, ``hysteresis_kernel``) follows OpenCV's ``cv::Canny`` step by
+step (integer tangent tests with ``TG22 = 13573`` in Q15, asymmetric ``>``/``>=`` comparisons),
+so the result equals ``cv2.Canny`` bit for bit; its hysteresis is a fixed point of 3x3
+dilations restricted to the candidates (8-connectivity), whatever order reaches it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from .._border import BORDER_CODE, pad_axis
+from .._kernel import kernel
+from ..backends.jax import jit
+from ..filters._gradients import gradients_kernel
+from ..filters._separable import separable_filter_kernel
+
+#: Sector codes of :func:`sectors`: the gradient direction, as the paper's four sectors.
+SECTOR_HORIZONTAL, SECTOR_DIAGONAL_45, SECTOR_VERTICAL, SECTOR_DIAGONAL_135, SECTOR_NONE = 0, 1, 2, 3, 4
+VARIANTS = ("pseudocode", "listing")
+#: Largest apron radius (alpha); the CUDA tile's shared memory is sized for it.
+MAX_ALPHA = 16
+#: The low-pass's rounding: Q8 x Q8 taps, (sum + 2^15) >> 16, as cv2.GaussianBlur for uint8.
+LOW_PASS_FINISH = ("shift", 16, 0, "uint8")
+#: Longest low-pass the CUDA detector fuses into its own launch (longer: a separate launch).
+FUSED_BLUR_TAPS = 7
+#: OpenCV's tan(22.5 deg) in Q15: (int)(0.4142135623730950488 * 2^15 + 0.5).
+CANNY_TG22 = 13573
+#: Dilation steps between two convergence checks of the portable hysteresis loop.
+HYSTERESIS_STEPS = 8
+
+
+# --------------------------------------------------------------------------------------------
+# Shared portable pieces
+# --------------------------------------------------------------------------------------------
+def sectors(xp: Any, gx: Any, gy: Any, gx2: Any, gy2: Any, variant: str) -> Any:
+    """Sector code (uint8) of each gradient, by exact integer predicates (no atan2).
+
+    ``gx2 = gx^2``, ``gy2 = gy^2`` in a dtype where ``3 * gx2`` cannot overflow. With
+    ``theta = atan2(gy, gx)``:
+
+    * horizontal (0): ``|theta| < pi/6`` or ``|theta| > 5 pi/6``  <=>  ``3 gy^2 < gx^2``;
+    * vertical (2): ``pi/3 < |theta| < 2 pi/3``  <=>  ``3 gx^2 < gy^2``;
+    * diagonals: ``gx^2 < 3 gy^2`` and ``gy^2 < 3 gx^2`` (both nonzero there), 45 deg (1) when
+      gx and gy have the same sign (``pi/6 < theta < pi/3`` or ``-5pi/6 < theta < -2pi/3``),
+      135 deg (3) otherwise.
+
+    ``3 b^2 = a^2`` has no integer solution but ``a = b = 0`` (sqrt(3) is irrational), so no
+    nonzero gradient lies on a sector boundary; ``(0, 0)`` (angle undefined) is
+    ``SECTOR_NONE``. ``variant='listing'``: the listing's ``5 pi/6 < theta < M_PI`` excludes
+    ``theta = pi`` exactly (``gy == 0 and gx < 0``, atan2 = M_PI), which becomes ``SECTOR_NONE``.
+    """
+    horizontal = 3 * gy2 < gx2
+    if variant == "listing":
+        horizontal = horizontal & ~((gy == 0) & (gx < 0))
+    vertical = 3 * gx2 < gy2
+    diagonal = (gx2 < 3 * gy2) & (gy2 < 3 * gx2)
+    same_sign = (gx > 0) == (gy > 0)
+    u8 = xp.uint8
+
+    def code(c: int) -> Any:
+        return xp.asarray(c, dtype=u8)
+
+    return xp.where(
+        horizontal,
+        code(SECTOR_HORIZONTAL),
+        xp.where(
+            vertical,
+            code(SECTOR_VERTICAL),
+            xp.where(
+                diagonal,
+                xp.where(same_sign, code(SECTOR_DIAGONAL_45), code(SECTOR_DIAGONAL_135)),
+                code(SECTOR_NONE),
+            ),
+        ),
+    )
+
+
+def _neighbours(xp: Any, m: Any) -> dict[str, Any]:
+    """The 8 neighbours of every pixel of ``m`` (last two axes), 0 outside the image."""
+    padded = pad_axis(xp, pad_axis(xp, m, -1, 1, 1, "constant", 0), -2, 1, 1, "constant", 0)
+    h, w = m.shape[-2], m.shape[-1]
+
+    def at(dy: int, dx: int) -> Any:
+        return padded[..., 1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w]
+
+    return {
+        "left": at(0, -1), "right": at(0, 1), "up": at(-1, 0), "down": at(1, 0),
+        "up_left": at(-1, -1), "up_right": at(-1, 1), "down_left": at(1, -1), "down_right": at(1, 1),
+    }
+
+
+def box_or(xp: Any, mask: Any, ry: int, rx: int) -> Any:
+    """Binary dilation of a boolean ``mask`` (last two axes) by a (2 ry + 1) x (2 rx + 1) box.
+
+    Separable: an OR of ``2 rx + 1`` shifted copies along x, then of ``2 ry + 1`` along y, with
+    False outside the image -- ``out[y, x] = any(mask[y + j, x + i], |j| <= ry, |i| <= rx)``,
+    exact, O(rx + ry) work per pixel instead of O(rx * ry).
+    """
+    for axis, r in ((-1, rx), (-2, ry)):
+        if r == 0:
+            continue
+        n = mask.shape[axis]
+        padded = pad_axis(xp, mask, axis, r, r, "constant", 0)
+        out = None
+        for i in range(2 * r + 1):
+            index = [slice(None)] * mask.ndim
+            index[axis] = slice(i, i + n)
+            window = padded[tuple(index)]
+            out = window if out is None else out | window
+        mask = out
+    return mask
+
+
+def _index_range_mask(xp: Any, n: int, low: int, high: int) -> Any:
+    """Boolean vector: ``low <= i <= high`` for ``i`` in ``range(n)``."""
+    i = xp.arange(n, dtype=xp.int32)
+    return (i >= low) & (i <= high)
+
+
+def centre_region(variant: str, h: int, w: int, alpha: int) -> tuple[int, int, int, int]:
+    """Inclusive (row_low, row_high, col_low, col_high) of the pixels Algorithm 1 may accept.
+
+    Pseudocode: ``i in [alpha + 1, M - alpha - 2]``, ``j in [alpha + 1, N - alpha - 2]`` (the
+    apron never leaves ``[1, M - 2] x [1, N - 2]``). Listing 4: ``r > 1 && r < height - 1``,
+    ``c > 1 && c < width - 1`` whatever alpha.
+    """
+    if variant == "listing":
+        return 2, h - 2, 2, w - 2
+    return alpha + 1, h - alpha - 2, alpha + 1, w - alpha - 2
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's detector: Sobel -> m = gx^2 + gy^2 -> sector -> local max -> apron gather
+# --------------------------------------------------------------------------------------------
+@kernel("edges_detect")
+def detect_kernel(xp: Any, image: Any, *, blur_taps: tuple, low_sq: int, high_sq: int, alpha: int, variant: str,
+                  border: str) -> Any:
+    """Portable Algorithm 1 on a uint8 image ``(..., H, W)``: uint8 {0, 255}.
+
+    ``blur_taps``: the low-pass's Q8 taps (sum 256, applied along both axes and rounded once,
+    as ``cv2.GaussianBlur``), or ``()`` when ``image`` is already low-passed.
+    ``low_sq = floor(t_l^2)``, ``high_sq = floor(t_h^2)``: ``G > t <=> gx^2 + gy^2 > floor(t^2)``.
+    """
+    blurred = image
+    if blur_taps:
+        blurred = separable_filter_kernel.portable(xp, image, kx=blur_taps, ky=blur_taps, has_channels=False,
+                                                   border=border, border_value=0, finish=LOW_PASS_FINISH)
+    gx, gy = gradients_kernel.portable(xp, blurred, ksize=3, has_channels=False, border=border)
+    gx = xp.astype(gx, xp.int32)
+    gy = xp.astype(gy, xp.int32)
+    gx2, gy2 = gx * gx, gy * gy
+    m = gx2 + gy2  # 3x3 Sobel of uint8: |g| <= 4 * 255 = 1020, so m <= 2 * 1020^2 < 2^21
+    sector = sectors(xp, gx, gy, gx2, gy2, variant)  # 3 * 1020^2 fits int32
+    n = _neighbours(xp, m)
+    is_max = xp.where(
+        sector == SECTOR_HORIZONTAL,
+        (m > n["left"]) & (m > n["right"]),
+        xp.where(
+            sector == SECTOR_DIAGONAL_45,  # G_{i+1,j+1} and G_{i-1,j-1}
+            (m > n["down_right"]) & (m > n["up_left"]),
+            xp.where(
+                sector == SECTOR_VERTICAL,
+                (m > n["up"]) & (m > n["down"]),
+                # 135 deg: G_{i+1,j-1} and G_{i-1,j+1}; SECTOR_NONE is never a maximum
+                (sector == SECTOR_DIAGONAL_135) & (m > n["down_left"]) & (m > n["up_right"]),
+            ),
+        ),
+    )
+    h, w = m.shape[-2], m.shape[-1]
+    r0, r1, c0, c1 = centre_region(variant, h, w, alpha)
+    region = _index_range_mask(xp, h, r0, r1)[:, None] & _index_range_mask(xp, w, c0, c1)[None, :]
+    accepted = (m > high_sq) & is_max & region
+    edge = (m > low_sq) & box_or(xp, accepted, alpha, alpha)
+    if variant == "listing":
+        # Listing 4 writes the apron only where r + m > 0 and c + n > 0 (row and column 0 stay
+        # 0) and sets the accepted pixel itself to 255 whatever t_l.
+        target = _index_range_mask(xp, h, 1, h - 1)[:, None] & _index_range_mask(xp, w, 1, w - 1)[None, :]
+        edge = (edge & target) | accepted
+    return xp.where(edge, xp.asarray(255, dtype=xp.uint8), xp.asarray(0, dtype=xp.uint8))
+
+
+# Launch geometry of _edges.cu (its constexprs).
+_DETECT_TILE_W = 128
+_DETECT_THREADS = 256
+_SHARED_LIMIT = 48 * 1024
+
+
+def detect_shared_bytes(alpha: int, tile_h: int) -> int:
+    """Static shared memory of ``portcv_edges_detect<alpha, tile_h, *>`` (the .cu's layout)."""
+    r = alpha + 2
+    lead = (r + 15) // 16 * 16
+    in_w = (lead + _DETECT_TILE_W + r + 15) // 16 * 16
+    s_in = (tile_h + 2 * r) * (in_w + 16)
+    s_m = (tile_h + 2 * alpha + 2) * (_DETECT_TILE_W + 2 * alpha + 2) * 4
+    s_acc = (tile_h + 2 * alpha) * (_DETECT_TILE_W + 2 * alpha)
+    return s_in + s_m + s_acc
+
+
+def detect_tile_h(alpha: int) -> int:
+    """Rows per CUDA tile: the tallest of 32, 16, 8 whose shared memory fits 48 KB."""
+    for tile_h in (32, 16, 8):
+        if detect_shared_bytes(alpha, tile_h) <= _SHARED_LIMIT:
+            return tile_h
+    raise ValueError(f"alpha={alpha} needs more shared memory than a CUDA block has")
+
+
+@functools.lru_cache(maxsize=64)
+def _detect_launch(alpha: int, variant: str, taps: int, h: int, w: int) -> tuple[str, tuple[int, int]] | None:
+    """Kernel name and grid (x, y) of ``_edges.cu``'s detector, or ``None`` past gridDim.y."""
+    tile_h = detect_tile_h(alpha)
+    grid_xy = ((w + _DETECT_TILE_W - 1) // _DETECT_TILE_W, (h + tile_h - 1) // tile_h)
+    if grid_xy[1] > 65535:
+        return None
+    listing = "true" if variant == "listing" else "false"
+    return f"portcv_edges_detect<{alpha},{tile_h},{listing},{taps}>", grid_xy
+
+
+@detect_kernel.override("cupy", supports="CUDA's grid limit (gridDim.y <= 65535 row tiles)")
+def _detect_cupy(image: Any, *, blur_taps: tuple, low_sq: int, high_sq: int, alpha: int, variant: str,
+                 border: str) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function, device_constant
+
+    if len(blur_taps) > FUSED_BLUR_TAPS:  # the separable kernel first, then the detector alone
+        image = separable_filter_kernel(image, kx=blur_taps, ky=blur_taps, has_channels=False, border=border,
+                                        border_value=0, finish=LOW_PASS_FINISH)
+        blur_taps = ()
+    shape = image.shape
+    h, w = shape[-2], shape[-1]
+    launch = _detect_launch(alpha, variant, len(blur_taps), h, w)
+    if launch is None:
+        return NotImplemented
+    name, grid_xy = launch
+    fn = cuda_function(__name__, name)
+    src = cupy.ascontiguousarray(image)
+    out = cupy.empty(shape, dtype=cupy.uint8)
+    planes = src.size // (h * w)
+    taps = device_constant(blur_taps or (0,))
+    args = (np.int32(h), np.int32(w), np.int32(low_sq), np.int32(high_sq), np.int32(BORDER_CODE[border]), taps)
+    if planes <= 65535:
+        fn(grid_xy + (planes,), (_DETECT_THREADS,), (src, out) + args)
+        return out
+    src2, dst2 = src.reshape(planes, -1), out.reshape(planes, -1)
+    for start in range(0, planes, 65535):  # gridDim.z limit
+        stop = min(planes, start + 65535)
+        fn(grid_xy + (stop - start,), (_DETECT_THREADS,), (src2[start:stop], dst2[start:stop]) + args)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Magnitude: |gx| + |gy| or the exact integer square root of gx^2 + gy^2
+# --------------------------------------------------------------------------------------------
+def isqrt_u32(xp: Any, n: Any) -> Any:
+    """``floor(sqrt(n))`` of a uint32 array, digit by digit (16 steps, integers only, exact)."""
+    rem = n
+    res = xp.zeros_like(n)
+    bit = 1 << 30  # the largest power of 4 below 2^32
+    for _ in range(16):
+        trial = res + bit  # res < 2^16 and bit <= 2^30: no overflow
+        take = rem >= trial
+        rem = xp.where(take, rem - trial, rem)
+        res = xp.where(take, (res >> 1) + bit, res >> 1)
+        bit >>= 2
+    return res
+
+
+@kernel("edges_magnitude")
+def magnitude_kernel(xp: Any, gx: Any, gy: Any, *, kind: str) -> Any:
+    """int32 ``|gx| + |gy|`` (``kind='l1'``) or ``isqrt(gx^2 + gy^2)`` (``'l2'``) of int16 inputs."""
+    gx = xp.astype(gx, xp.int32)
+    gy = xp.astype(gy, xp.int32)
+    if kind == "l1":
+        return xp.abs(gx) + xp.abs(gy)  # <= 2 * 32768
+    # Each square <= 2^30 fits int32; their sum <= 2^31 fits uint32.
+    n = xp.astype(gx * gx, xp.uint32) + xp.astype(gy * gy, xp.uint32)
+    return xp.astype(isqrt_u32(xp, n), xp.int32)  # <= 46341
+
+
+@magnitude_kernel.override("cupy")
+def _magnitude_cupy(gx: Any, gy: Any, *, kind: str) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function, launch_1d
+
+    gx = cupy.ascontiguousarray(gx)
+    gy = cupy.ascontiguousarray(gy)
+    out = cupy.empty(gx.shape, dtype=cupy.int32)
+    fn = cuda_function(__name__, f"portcv_edges_magnitude<{'true' if kind == 'l2' else 'false'}>")
+    n = gx.size
+    grid, block = launch_1d(n)
+    fn(grid, block, (gx, gy, out, np.int64(n)))
+    return out
+
+
+@kernel("edges_direction_sector")
+def direction_sector_kernel(xp: Any, gx: Any, gy: Any, *, variant: str) -> Any:
+    """Sector codes of int16 gradients (:func:`sectors`); squares in uint32 (3 * 2^30 < 2^32)."""
+    gx = xp.astype(gx, xp.int32)
+    gy = xp.astype(gy, xp.int32)
+    gx2 = xp.astype(gx * gx, xp.uint32)
+    gy2 = xp.astype(gy * gy, xp.uint32)
+    return sectors(xp, gx, gy, gx2, gy2, variant)
+
+
+# --------------------------------------------------------------------------------------------
+# Canny, as cv::Canny: candidates (NMS + double threshold), then hysteresis
+# --------------------------------------------------------------------------------------------
+CANDIDATE_NONE, CANDIDATE_WEAK, CANDIDATE_STRONG = 0, 1, 2
+
+
+@kernel("canny_candidates")
+def canny_candidates_kernel(xp: Any, gx: Any, gy: Any, *, low: int, high: int, l2: bool) -> Any:
+    """OpenCV's Canny NMS: uint8 0 (no edge), 1 (weak candidate), 2 (strong), per pixel.
+
+    ``m = |gx| + |gy|`` or ``gx^2 + gy^2`` (int32, 0 outside the image); a pixel with
+    ``m > low`` is a candidate when it is a maximum along its direction, found with OpenCV's
+    Q15 tangent tests: ``y = |gy| << 15``, ``tg22x = |gx| * 13573``; ``y < tg22x``: horizontal,
+    ``m > m[x-1] and m >= m[x+1]``; ``y > tg22x + (|gx| << 16)``: vertical, ``m > m[y-1] and
+    m >= m[y+1]``; else diagonal with ``s = -1 if gx ^ gy < 0 else 1``, ``m > m[y-1, x-s] and
+    m > m[y+1, x+s]``. Strong: ``m > high``. |g| <= 24480 for ksize <= 7 (Q15 products fit int32).
+    """
+    gx = xp.astype(gx, xp.int32)
+    gy = xp.astype(gy, xp.int32)
+    ax, ay = xp.abs(gx), xp.abs(gy)
+    m = gx * gx + gy * gy if l2 else ax + ay
+    n = _neighbours(xp, m)
+    y = ay * (1 << 15)
+    tg22x = ax * CANNY_TG22
+    horizontal = y < tg22x
+    vertical = y > tg22x + ax * (1 << 16)
+    positive = (gx ^ gy) >= 0
+    is_max = xp.where(
+        horizontal,
+        (m > n["left"]) & (m >= n["right"]),
+        xp.where(
+            vertical,
+            (m > n["up"]) & (m >= n["down"]),
+            xp.where(positive, (m > n["up_left"]) & (m > n["down_right"]), (m > n["up_right"]) & (m > n["down_left"])),
+        ),
+    )
+    candidate = (m > low) & is_max
+    u8 = xp.uint8
+    return xp.where(
+        candidate,
+        xp.where(m > high, xp.asarray(CANDIDATE_STRONG, dtype=u8), xp.asarray(CANDIDATE_WEAK, dtype=u8)),
+        xp.asarray(CANDIDATE_NONE, dtype=u8),
+    )
+
+
+_CANNY_TILE = 32
+
+
+@canny_candidates_kernel.override("cupy")
+def _canny_candidates_cupy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function
+
+    shape = gx.shape
+    h, w = shape[-2], shape[-1]
+    grid_xy = ((w + _CANNY_TILE - 1) // _CANNY_TILE, (h + _CANNY_TILE - 1) // _CANNY_TILE)
+    if grid_xy[1] > 65535:
+        return NotImplemented
+    fn = cuda_function(__name__, f"portcv_canny_candidates<{'true' if l2 else 'false'},{_CANNY_TILE}>")
+    gx = cupy.ascontiguousarray(gx)
+    gy = cupy.ascontiguousarray(gy)
+    out = cupy.empty(shape, dtype=cupy.uint8)
+    planes = gx.size // (h * w)
+    fx, fy, fo = gx.reshape(planes, -1), gy.reshape(planes, -1), out.reshape(planes, -1)
+    for start in range(0, planes, 65535):  # gridDim.z limit
+        stop = min(planes, start + 65535)
+        fn(grid_xy + (stop - start,), (256,),
+           (fx[start:stop], fy[start:stop], fo[start:stop], np.int32(h), np.int32(w), np.int32(low), np.int32(high)))
+    return out
+
+
+def _hysteresis_steps(xp: Any, edge: Any, weak: Any, steps: int) -> Any:
+    for _ in range(steps):
+        edge = weak & box_or(xp, edge, 1, 1)
+    return edge
+
+
+def _edge_image(xp: Any, edge: Any) -> Any:
+    return xp.where(edge, xp.asarray(255, dtype=xp.uint8), xp.asarray(0, dtype=xp.uint8))
+
+
+@kernel("canny_hysteresis")
+def hysteresis_kernel(xp: Any, state: Any) -> Any:
+    """Edges = candidates 8-connected to a strong candidate: uint8 {0, 255}.
+
+    ``edge <- candidate & dilate3x3(edge)`` from the strong pixels until nothing changes (the
+    fixed point is unique: the union of the candidate components that hold a strong pixel). The
+    loop's condition is read on the host every ``HYSTERESIS_STEPS`` steps, so this version runs
+    eagerly (NumPy); JAX overrides it with ``lax.while_loop`` and CuPy with a CUDA kernel.
+    """
+    weak = state != CANDIDATE_NONE
+    edge = state == CANDIDATE_STRONG
+    while True:
+        new = _hysteresis_steps(xp, edge, weak, HYSTERESIS_STEPS)
+        if not bool(xp.any(new != edge)):
+            return _edge_image(xp, new)
+        edge = new
+
+
+@functools.lru_cache(maxsize=None)
+def _hysteresis_jax_compiled(steps: int) -> Any:
+    import jax.numpy as jnp
+    from jax import lax
+
+    def run(state: Any) -> Any:
+        weak = state != CANDIDATE_NONE
+        edge = state == CANDIDATE_STRONG
+
+        def body(carry: Any) -> Any:
+            edge, _ = carry
+            new = _hysteresis_steps(jnp, edge, weak, steps)
+            return new, jnp.any(new != edge)
+
+        edge, _ = lax.while_loop(lambda carry: carry[1], body, (edge, jnp.asarray(True)))
+        return _edge_image(jnp, edge)
+
+    return jit(run)
+
+
+@hysteresis_kernel.override("jax")
+def _hysteresis_jax(state: Any) -> Any:
+    import jax
+
+    # XLA:GPU reads a while loop's condition on the host: several steps per check amortize it.
+    # On the CPU one step per iteration compiles 5x faster (the loop body is unrolled) and runs
+    # as fast. The fixed point, hence the result, is the same.
+    steps = 1 if jax.default_backend() == "cpu" else HYSTERESIS_STEPS
+    return _hysteresis_jax_compiled(steps)(state)
+
+
+#: Launches of the CUDA hysteresis kernel between two reads of the convergence flags.
+HYSTERESIS_LAUNCHES_PER_CHECK = 8
+_HYSTERESIS_TILE = 32
+
+
+@hysteresis_kernel.override("cupy")
+def _hysteresis_cupy(state: Any) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function
+
+    shape = state.shape
+    h, w = shape[-2], shape[-1]
+    grid_xy = ((w + _HYSTERESIS_TILE - 1) // _HYSTERESIS_TILE, (h + _HYSTERESIS_TILE - 1) // _HYSTERESIS_TILE)
+    if grid_xy[1] > 65535:
+        return NotImplemented
+    fn = cuda_function(__name__, "portcv_canny_hysteresis<32>")
+    work = cupy.array(state, dtype=cupy.uint8, order="C", copy=True)  # updated in place
+    planes = work.size // (h * w)
+    flat = work.reshape(planes, -1)
+    k = HYSTERESIS_LAUNCHES_PER_CHECK
+    flags = cupy.empty(k, dtype=cupy.int32)
+    while True:
+        # Launch i sets flags[i] when it changed a pixel. A launch that changed nothing saw a
+        # state no block was writing, so that state is the fixed point: one host read per k launches.
+        flags.fill(0)
+        for i in range(k):
+            for start in range(0, planes, 65535):  # gridDim.z limit
+                stop = min(planes, start + 65535)
+                fn(grid_xy + (stop - start,), (256,), (flat[start:stop], np.int32(h), np.int32(w), flags[i:]))
+        if int(flags.min()) == 0:
+            break
+    return cupy.where(work == CANDIDATE_STRONG, cupy.uint8(255), cupy.uint8(0))

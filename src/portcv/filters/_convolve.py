@@ -1,0 +1,184 @@
+"""The direct 2-D filter kernel: a non-separable integer correlation, then one rounding.
+
+The Rice paper's direct form (section II-A, eq. 1): every output sums ``KH * KW`` products, the
+``O(MNk^2)`` cost its Table I measures against the separable ``O(MNk)`` of Table II. Used for
+kernels that do not factor (user kernels, the webcam report's 2-D Gaussian). The portable
+array-API version (NumPy reference, JAX under jit) and its CuPy override, which runs
+``_convolve.cu``; both finish with ``_separable._finish`` / ``finish()`` of ``common.cuh``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _border, _validate
+from .._border import BORDER_CODE, pad_axis
+from .._kernel import kernel
+from ._separable import _CUDA_TYPE, _FINISH_CODE, MAX_TAPS, _finish, _shift_finish
+
+#: Largest kernel side; the CUDA tile's shared memory is sized for it.
+MAX_SIZE = 31
+#: Output rows per CUDA thread (the tile is 8 thread rows high: 32 rows).
+_ROWS_PER_THREAD = 4
+_TILE_H = 8 * _ROWS_PER_THREAD
+
+
+def check_accumulator(taps: tuple[tuple[int, ...], ...], rounding: int) -> None:
+    """Refuse a kernel whose worst-case sum over uint8 pixels could overflow the int32 accumulator.
+
+    Every partial sum of ``sum_ji k[j][i] * p`` is bounded by ``sum |k| * 255`` (0 <= p <= 255),
+    and the rounding term is added once at the end.
+    """
+    bound = sum(abs(t) for row in taps for t in row) * 255 + rounding
+    if bound > 2**31 - 1:
+        raise ValueError(
+            f"kernel: the worst-case sum over uint8 pixels ({bound - rounding}) would overflow the "
+            "int32 accumulator; use smaller taps"
+        )
+
+
+@kernel("convolve2d")
+def convolve2d_kernel(
+    xp: Any, img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
+) -> Any:
+    """Portable direct 2-D correlation: ``acc = sum_j sum_i taps[j][i] * img[y+j-ay, x+i-ax]``
+    (int32, exact; anchor ``(kh // 2, kw // 2)``), then the one rounding of ``finish``."""
+    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
+    kh, kw = len(taps), len(taps[0])
+    height, width = img.shape[y_axis], img.shape[x_axis]
+    # The border is added to the uint8 image (static slices + concat, see pad_axis; a quarter of
+    # int32's bytes) and each tap's window is widened to int32 before its product.
+    # Constant borders: the corner blocks are `value` too, as in a constant-padded image.
+    x = pad_axis(xp, img, x_axis, kw // 2, kw - 1 - kw // 2, border, border_value)
+    x = pad_axis(xp, x, y_axis, kh // 2, kh - 1 - kh // 2, border, border_value)
+    tail = (slice(None),) if has_channels else ()
+    acc = None
+    for j, row in enumerate(taps):  # the only Python loops: over taps
+        for i, t in enumerate(row):
+            if t == 0:
+                continue
+            term = xp.astype(x[(..., slice(j, j + height), slice(i, i + width)) + tail], xp.int32) * t
+            acc = term if acc is None else acc + term
+    if acc is None:
+        acc = xp.zeros(img.shape, dtype=xp.int32)
+    return _finish(xp, acc, finish)
+
+
+@convolve2d_kernel.override("cupy", supports="1 to 4 channels, kernels up to 31 x 31; CUDA's grid limit (gridDim.y <= 65535 row tiles)")
+def _convolve2d_cupy(
+    img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
+) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function, device_constant
+
+    channels = img.shape[-1] if has_channels else 1
+    kh, kw = len(taps), len(taps[0])
+    if not 1 <= channels <= 4 or kh > MAX_SIZE or kw > MAX_SIZE:
+        return NotImplemented
+    shape = img.shape
+    H, W = shape[-3:-1] if has_channels else shape[-2:]
+    grid_xy = ((W * channels + 127) // 128, (H + _TILE_H - 1) // _TILE_H)
+    if grid_xy[1] > 65535:  # gridDim.y limit: images over ~2M rows run the portable version
+        return NotImplemented
+    mode, p0, p1, out_name = finish
+    fn = cuda_function(__name__, f"portcv_convolve2d<{kw},{kh},{channels},{_CUDA_TYPE[out_name]},{_FINISH_CODE[mode]}>"
+    )
+    img = cupy.ascontiguousarray(img)
+    out = cupy.empty(shape, dtype=out_name)
+    flat_taps = tuple(t for row in taps for t in row)
+    args = (
+        np.int32(H), np.int32(W), device_constant(flat_taps),
+        np.int32(BORDER_CODE[border]), np.int32(border_value), np.int32(p0), np.int32(p1),
+    )
+    planes = img.size // (H * W * channels)
+    src, dst = img.reshape(planes, -1), out.reshape(planes, -1)
+    for start in range(0, planes, 65535):  # gridDim.z limit
+        stop = min(planes, start + 65535)
+        fn(grid_xy + (stop - start,), (256,), (src[start:stop], dst[start:stop]) + args)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Direct 2-D filter, the webcam report's mean and Gaussian filters, Sobel gradients
+# --------------------------------------------------------------------------------------------
+def convolve2d(
+    image: Any,
+    kernel: Any,
+    shift: int,
+    *,
+    border: str = "reflect101",
+    border_value: int = 0,
+    dtype: str | None = None,
+    channel_axis: Any = "auto",
+) -> Any:
+    """Direct 2-D integer filter: ``out = round(sum_j sum_i k[j, i] img[y+j-ay, x+i-ax] / 2**shift)``.
+
+    The Rice paper's direct 2-D form (section II-A, eq. 1), ``O(k^2)`` work per pixel, for
+    kernels that do not factor into two 1-D taps (use :func:`sep_filter` for those; the paper's
+    Table I vs II compares the two). Products are summed exactly in int32 and one final
+    ``(acc + 2**(shift-1)) >> shift`` rounds half up, as in :func:`sep_filter`.
+
+    Parameters
+    ----------
+    image : (..., H, W) or (..., H, W, C) uint8 array
+        Any backend's array; the result is on the active backend.
+    kernel : (kh, kw) array_like of int
+        Integer taps, 1 to 31 on each side (any backend's array, a NumPy array or nested lists;
+        read on the host). ``sum(|kernel|) * 255 + 2**(shift-1)`` must fit int32.
+    shift : int
+        Right shift (0..30) applied with rounding after the sum (taps in Q``shift``).
+    border : {'reflect101', 'replicate', 'constant'}
+        How pixels outside the image are made (OpenCV's BORDER_REFLECT_101 is the default).
+    border_value : int
+        The pixel value outside the image for ``border='constant'``.
+    dtype : {None, 'uint8', 'int16', 'int32'}
+        Output type, chosen as by :func:`sep_filter`: ``None`` is uint8 when the taps cannot
+        leave [0, 255] (all >= 0, ``sum(kernel) <= 2**shift``), otherwise int32; uint8 and int16
+        saturate like OpenCV's ``saturate_cast``.
+    channel_axis : {'auto', None, -1}
+        As in :func:`sep_filter`.
+
+    Returns
+    -------
+    array of the same shape, dtype as described above.
+
+    Notes
+    -----
+    Taps are **correlation** taps, anchored at ``(kh // 2, kw // 2)`` (even sizes too), as in
+    OpenCV's ``filter2D`` and :func:`sep_filter`::
+
+        acc[y, x] = sum_j sum_i kernel[j, i] * img[y + j - kh // 2, x + i - kw // 2]   (int32, exact)
+        out = (acc + 2**(shift - 1)) >> shift        (shift > 0: round half up; shift = 0: acc)
+
+    The paper's eq. 1 is a convolution (``h[i, j] x[m - i, n - j]``): pass
+    ``kernel[::-1, ::-1]`` to get it. With ``shift=0`` the result is ``cv2.filter2D(img, ddepth,
+    kernel.astype(np.float32), borderType=...)`` bit for bit (``ddepth`` -1 for uint8, CV_16S
+    for int16). The CuPy version (``_convolve.cu``) is one pass over a shared-memory tile with
+    its halo, the taps in shared memory.
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> img = np.arange(25, dtype=np.uint8).reshape(5, 5)
+    >>> gauss = [[1, 2, 1], [2, 4, 2], [1, 2, 1]]        # = sep_filter(img, [1, 2, 1], [1, 2, 1], 4)
+    >>> portcv.to_numpy(portcv.filters.convolve2d(img, gauss, 4))[2]
+    array([11, 11, 12, 13, 14], dtype=uint8)
+    >>> portcv.to_numpy(portcv.filters.convolve2d(img, [[-1, 0, 1]], 0))[2]   # correlation: x+1 - x-1
+    array([0, 2, 2, 2, 0], dtype=int32)
+    """
+    img = _validate.image(image)
+    taps = _validate.taps2d(kernel, "kernel", max_size=MAX_TAPS)
+    shift = _validate.integer(shift, "shift", low=0, high=30)
+    border, border_value = _border.check(border, border_value)
+    has_channels = _validate.has_channels(img, channel_axis)
+    check_accumulator(taps, (1 << (shift - 1)) if shift else 0)
+    flat = [t for row in taps for t in row]
+    finish = _shift_finish(dtype, shift, min(flat) >= 0, sum(flat))
+    return convolve2d_kernel(
+        img, taps=taps, has_channels=has_channels, border=border, border_value=border_value,
+        finish=finish,
+    )
+

@@ -1,0 +1,190 @@
+"""The integral-image kernel: summed-area tables with a zero first row and column.
+
+The portable version is two cumulative sums (exact integer additions, so every backend agrees);
+the CuPy override runs ``_integral.cu``, a tile-decomposed 2-D scan (tile sums, carries
+across tiles, in-tile warp-shuffle scans) in three launches.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _validate
+from .._kernel import kernel
+
+#: Largest per-plane pixel count whose int32 sums cannot wrap: 255 * H * W <= 2**31 - 1.
+MAX_INT32_PIXELS = (2**31 - 1) // 255
+SUM_DTYPES = ("int32", "int64")
+
+
+@kernel("integral")
+def integral_kernel(xp: Any, img: Any, *, has_channels: bool, squared: bool, dtype: str) -> Any:
+    """Portable integral image: ``I[y, x] = sum(img[:y, :x])`` (per channel), shape ``(..., H+1, W+1[, C])``."""
+    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
+    # The zero first row and column go in before the scans (cheaper to compile under jit than
+    # include_initial), so the cumulative sums produce them.
+    shape = list(img.shape)
+    shape[y_axis] = 1
+    padded = xp.concat([xp.zeros(tuple(shape), dtype=img.dtype), img], axis=y_axis)
+    shape = list(padded.shape)
+    shape[x_axis] = 1
+    padded = xp.concat([xp.zeros(tuple(shape), dtype=img.dtype), padded], axis=x_axis)
+
+    def table(values: Any, acc: Any) -> Any:
+        return xp.cumulative_sum(xp.cumulative_sum(values, axis=y_axis, dtype=acc), axis=x_axis, dtype=acc)
+
+    # The caller guarantees 255*H*W < 2**31 for int32, so the running sums cannot wrap.
+    sums = table(padded, getattr(xp, dtype))
+    if not squared:
+        return sums
+    wide = xp.astype(padded, xp.int64)
+    # 255^2 * H * W < 2^63 for any image of at most 2^31 elements: int64 squared sums are exact.
+    return sums, table(wide * wide, xp.int64)
+
+
+_CUDA_SUM = {"int32": "int", "int64": "long long", "uint32": "unsigned int"}
+
+
+def tile_geometry(channels: int, squared: bool) -> tuple[int, int]:
+    """(tile width in pixels, tile height) of the CUDA kernels; shared memory stays under 48 KB."""
+    tw = 128 if channels == 1 else 64
+    th = 32 if tw * channels * (2 if squared else 1) <= 256 else 16
+    return tw, th
+
+
+@integral_kernel.override("cupy", supports="1 to 4 channels; CUDA's grid limit (gridDim.y <= 65535 row tiles)")
+def _integral_cupy(img: Any, *, has_channels: bool, squared: bool, dtype: str) -> Any:
+    return launch_integral(img, has_channels=has_channels, squared=squared, dtype=dtype, sq_dtype="int64")
+
+
+def launch_integral(img: Any, *, has_channels: bool, squared: bool, dtype: str, sq_dtype: str) -> Any:
+    """``_integral.cu`` on a uint8 CuPy array: sums as ``dtype`` and squared sums as ``sq_dtype``
+    (``"int32"``/``"int64"`` and ``"int64"``: exact; ``"uint32"``: modulo 2^32, written
+    directly instead of cast from int64 -- the cascade detector's tables)."""
+    import cupy
+
+    from ..backends.cupy import cuda_function
+
+    channels = img.shape[-1] if has_channels else 1
+    height, width = img.shape[-3:-1] if has_channels else img.shape[-2:]
+    tw, th = tile_geometry(channels, squared)
+    ntx, nty = math.ceil(width / tw), math.ceil(height / th)
+    if not 1 <= channels <= 4 or nty > 65535:
+        return NotImplemented
+    lead = img.shape[:-3] if has_channels else img.shape[:-2]
+    planes = math.prod(lead)
+    src = cupy.ascontiguousarray(img).reshape(planes, height, width * channels)
+    sq = "true" if squared else "false"
+    tile_sums = cuda_function(__name__, f"portcv_integral_tile_sums<{channels},{tw},{th},{sq}>")
+    carries = cuda_function(__name__, f"portcv_integral_carries<{channels},{sq}>")
+    tiles = cuda_function(__name__, f"portcv_integral_tiles<{channels},{tw},{th},{sq},{_CUDA_SUM[dtype]},{_CUDA_SUM[sq_dtype]}>")
+
+    # Partial sums per tile row / tile column / tile (int32 is exact: <= 255^2 * 32 * 128), and
+    # their exclusive prefixes across tiles (int64).
+    nq = 2 if squared else 1
+    rowseg = cupy.empty((nq, planes, height, ntx, channels), np.int32)
+    colseg = cupy.empty((nq, planes, nty, width * channels), np.int32)
+    tiletot = cupy.empty((nq, planes, nty, ntx, channels), np.int32)
+    rowcarry = cupy.empty(rowseg.shape, np.int64)
+    colcarry = cupy.empty(colseg.shape, np.int64)
+    colex = cupy.empty(tiletot.shape, np.int64)
+    sums = cupy.empty((planes, height + 1, width + 1, channels), dtype)
+    squares = cupy.empty(sums.shape, sq_dtype) if squared else sums  # unused unless squared
+    last = nq - 1
+    h, w, nx, ny = np.int32(height), np.int32(width), np.int32(ntx), np.int32(nty)
+
+    for start in range(0, planes, 65535):  # gridDim.z limit
+        stop = min(planes, start + 65535)
+        grid = (ntx, nty, stop - start)
+        part = slice(start, stop)
+        segs = (rowseg[0, part], colseg[0, part], tiletot[0, part], rowseg[last, part], colseg[last, part],
+                tiletot[last, part])
+        cars = (rowcarry[0, part], colcarry[0, part], colex[0, part], rowcarry[last, part], colcarry[last, part],
+                colex[last, part])
+        tile_sums(grid, (256,), (src[part], h, w, nx, ny) + segs)
+        n_threads = (stop - start) * (height + width + ntx) * channels * nq
+        grid_1d = (min((n_threads + 255) // 256, 65535 * 8),)
+        carries(grid_1d, (256,), (np.int32(stop - start), h, w, nx, ny) + segs + cars)
+        tiles(grid, (256,), (src[part], h, w, nx, ny) + cars + (sums[part], squares[part]))
+
+    out_shape = lead + (height + 1, width + 1) + ((channels,) if has_channels else ())
+    sums = sums.reshape(out_shape)
+    return (sums, squares.reshape(out_shape)) if squared else sums
+
+
+def _plane_shape(img: Any, has_channels: bool) -> tuple[int, int, int]:
+    """``(H, W, C)`` of one image of a batch."""
+    if has_channels:
+        return img.shape[-3], img.shape[-2], img.shape[-1]
+    return img.shape[-2], img.shape[-1], 1
+
+
+# --------------------------------------------------------------------------------------------
+# integral
+# --------------------------------------------------------------------------------------------
+def integral(image: Any, *, squared: bool = False, dtype: str = "int32", channel_axis: Any = "auto") -> Any:
+    """Integral image (summed-area table), equal to ``cv2.integral`` / ``cv2.integral2``.
+
+    ``I[y, x] = sum(image[:y, :x])`` per channel, with a zero first row and column, so any
+    rectangle sum is four lookups: ``sum(image[y0:y1, x0:x1]) = I[y1, x1] - I[y0, x1] -
+    I[y1, x0] + I[y0, x0]`` (the summed-area table the cascade papers scan; Viola-Jones'
+    "integral image").
+
+    Parameters
+    ----------
+    image : (..., H, W) or (..., H, W, C) uint8 array
+    squared : bool
+        Also return the integral of the squared pixels (for window variances).
+    dtype : {'int32', 'int64'}
+        Type of the sums. ``'int32'`` is OpenCV's default for 8-bit images; portcv refuses
+        images whose sums could wrap (``255 * H * W > 2**31 - 1``, i.e. more than 8,421,504
+        pixels per plane: 4K fits, 8K does not) with a ``ValueError`` instead of wrapping as
+        OpenCV does. Pass ``'int64'`` for larger images.
+    channel_axis : {'auto', None, -1}
+        As in :func:`portcv.filters.sep_filter`.
+
+    Returns
+    -------
+    sums : (..., H+1, W+1[, C]) array of ``dtype``
+    squares : (..., H+1, W+1[, C]) int64 array
+        Only with ``squared=True`` (then a tuple ``(sums, squares)`` is returned). Exact integers;
+        ``cv2.integral2`` gives the same values as float64.
+
+    Notes
+    -----
+    Rounding: none; every value is an exact integer sum. Portable path: two cumulative sums.
+    CUDA: a tile-decomposed 2-D scan in three launches (per-tile row/column/total sums, their
+    exclusive prefixes across tiles, then per tile warp-shuffle row scans and a column walk that
+    starts from the integral of the row above the tile); no serial pass over the image.
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> img = np.array([[1, 2], [3, 4]], np.uint8)
+    >>> portcv.to_numpy(portcv.transform.integral(img))
+    array([[ 0,  0,  0],
+           [ 0,  1,  3],
+           [ 0,  4, 10]], dtype=int32)
+    >>> s, q = portcv.transform.integral(img, squared=True)
+    >>> int(portcv.to_numpy(q)[2, 2])
+    30
+    """
+    img = _validate.image(image)
+    if not isinstance(squared, bool):
+        raise TypeError(f"squared must be a bool, got {type(squared).__name__}")
+    dtype = _validate.choice(dtype, "dtype", SUM_DTYPES)
+    has_channels = _validate.has_channels(img, channel_axis)
+    height, width, _ = _plane_shape(img, has_channels)
+    if dtype == "int32" and height * width > MAX_INT32_PIXELS:
+        raise ValueError(
+            f"image: {height}x{width} pixels can sum to 255 * {height * width} > 2**31 - 1, which int32 "
+            "cannot hold (OpenCV would wrap); pass dtype='int64'"
+        )
+    out_elements = math.prod(img.shape) // (height * width) * (height + 1) * (width + 1)
+    if out_elements > _validate.MAX_ELEMENTS:
+        raise ValueError(f"image: the integral image would have {out_elements} elements; at most "
+                         f"{_validate.MAX_ELEMENTS} are supported")
+    return integral_kernel(img, has_channels=has_channels, squared=squared, dtype=dtype)

@@ -1,0 +1,321 @@
+"""The resize kernel: gathers through host-built per-axis tables, integer arithmetic per pixel.
+
+OpenCV's ``cv::resize`` on 8-bit images computes, per output column and per output row, two
+source indices and two fixed-point weights (in float64/float32, on the host); the pixel work is
+integer. The tables here reproduce those coordinates bit-for-bit (``modules/imgproc/src/resize.cpp``,
+OpenCV 4.x: ``resizeNN``, the INTER_LINEAR table loop of ``hal::resize`` with
+``INTER_RESIZE_COEF_BITS = 11``, ``interpolationLinear`` of ``resize_bitExact`` with Q8
+``ufixedpoint16``, and ``resizeAreaFast_Invoker`` for the exact 2x reduction), so the portable
+code and the CUDA kernel ``_resize.cu`` both return OpenCV's bits.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import _validate
+from .._kernel import kernel
+from ._integral import _plane_shape
+
+#: Arithmetic of a resize (what the per-pixel code does with the table entries).
+ARITHS = ("nearest", "linear", "exact", "area2_up", "area2_even")
+_CUDA_ARITH = {"nearest": 0, "linear": 1, "exact": 2, "area2_up": 3, "area2_even": 3}
+_DBL_EPSILON = float(np.finfo(np.float64).eps)
+
+
+class AxisTable(NamedTuple):
+    """Per output index: source indices ``i0``, ``i1`` (clamped) and integer weights ``w0``, ``w1``."""
+
+    i0: np.ndarray
+    i1: np.ndarray
+    w0: np.ndarray
+    w1: np.ndarray
+
+
+def plan(src_wh: tuple[int, int], size: tuple[int, int] | None, scale: tuple[float, float] | None,
+         interpolation: str, channels: int) -> tuple[str, tuple[int, int], tuple[float, float]]:
+    """OpenCV's choice of output size, inverse scales and arithmetic (``cv::resize`` + ``hal::resize``).
+
+    Returns ``(arith, (dw, dh), (inv_scale_x, inv_scale_y))``; ``arith`` is ``"copy"`` when the
+    output size equals the input size (OpenCV copies then, whatever the scale).
+    """
+    w, h = src_wh
+    if size is not None:
+        dw, dh = size
+        inv_x, inv_y = dw / w, dh / h
+    else:
+        inv_x, inv_y = scale
+        # saturate_cast<int>(double) is cvRound: round half to even (Python's round on floats).
+        dw, dh = round(w * inv_x), round(h * inv_y)
+    if (dw, dh) == (w, h):
+        return "copy", (dw, dh), (inv_x, inv_y)
+    scale_x, scale_y = 1.0 / inv_x, 1.0 / inv_y
+    iscale_x, iscale_y = round(scale_x), round(scale_y)
+    area_2x = (abs(scale_x - iscale_x) < _DBL_EPSILON and abs(scale_y - iscale_y) < _DBL_EPSILON
+               and iscale_x == 2 and iscale_y == 2)
+    if interpolation == "nearest":
+        arith = "nearest"
+    elif area_2x and (interpolation == "bilinear" or channels != 2):
+        # Both bilinear modes switch to the area average at exactly 2x down (INTER_LINEAR_EXACT
+        # not for 2 channels). Its (s + 2) >> 2 form is used for 1, 3, 4 channels; otherwise
+        # OpenCV's scalar code rounds s * 0.25f half to even.
+        arith = "area2_up" if channels in (1, 3, 4) else "area2_even"
+    elif interpolation == "bilinear":
+        arith = "linear"
+    else:
+        arith = "exact"
+    return arith, (dw, dh), (inv_x, inv_y)
+
+
+@functools.lru_cache(maxsize=512)
+def axis_table(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: float) -> AxisTable:
+    """The table of one axis (``axis`` is ``"x"`` or ``"y"``: INTER_LINEAR clamps only x weights)."""
+    d = np.arange(n_dst)
+    if arith == "nearest":
+        # resizeNN: sx = min(cvFloor(dx * (1 / inv_scale)), n - 1), in float64.
+        i = np.minimum(np.floor(d * (1.0 / inv_scale)).astype(np.int64), n_src - 1)
+        return _table(i, i, np.ones_like(i), np.zeros_like(i))
+    if arith.startswith("area2"):
+        # resizeAreaFast: source pixels 2d and 2d+1; the second is missing at an odd edge.
+        i0 = 2 * d
+        full = i0 + 1 < n_src
+        return _table(i0, np.where(full, i0 + 1, i0), np.ones_like(i0), full.astype(np.int64))
+    if arith == "linear":
+        # fx = (float)((dx + 0.5) * scale - 0.5) in float64 then float32; sx = floor(fx); fx -= sx
+        # (exact in float32); weights saturate_cast<short>(float32 * 2048) = round half even.
+        f = ((d + 0.5) * (1.0 / inv_scale) - 0.5).astype(np.float32)
+        s = np.floor(f).astype(np.int64)
+        f = f - s.astype(np.float32)
+        if axis == "x":  # out-of-range columns replicate the edge pixel with weight 1
+            edge = (s < 0) | (s >= n_src - 1)
+            f = np.where(edge, np.float32(0), f)
+            s = np.clip(s, 0, n_src - 1)
+            i0, i1 = s, np.minimum(s + 1, n_src - 1)
+        else:  # rows: indices clipped, weights kept (OpenCV does not clamp fy)
+            i0, i1 = np.clip(s, 0, n_src - 1), np.clip(s + 1, 0, n_src - 1)
+        w0 = np.rint((np.float32(1) - f) * np.float32(2048)).astype(np.int64)
+        w1 = np.rint(f * np.float32(2048)).astype(np.int64)
+        return _table(i0, i1, w0, w1)
+    # exact: interpolationLinear (softdouble = IEEE float64, not fused): f = scale*(d+0.5) - 0.5;
+    # i = floor(f); inside: w1 = cvRound((f - i) * 256) (half even), w0 = 256 - w1; outside (or a
+    # 1-pixel axis) the edge pixel with weight 256.
+    f = (1.0 / inv_scale) * (d + 0.5) - 0.5
+    fi = np.floor(f)
+    i = fi.astype(np.int64)
+    inside = (i >= 0) & (i < n_src - 1)
+    w1 = np.where(inside, np.rint((f - fi) * 256.0).astype(np.int64), 0)
+    i0 = np.where(inside, i, np.where(i < 0, 0, n_src - 1))
+    return _table(i0, np.where(inside, i + 1, i0), 256 - w1, w1)
+
+
+def _table(i0: Any, i1: Any, w0: Any, w1: Any) -> AxisTable:
+    arrays = [np.ascontiguousarray(a, dtype=np.int32) for a in (i0, i1, w0, w1)]
+    for a in arrays:
+        a.flags.writeable = False  # cached: shared by every call
+    return AxisTable(*arrays)
+
+
+@kernel("resize")
+def resize_kernel(
+    xp: Any, img: Any, *, arith: str, size: tuple[int, int], inv_scale: tuple[float, float], has_channels: bool
+) -> Any:
+    """Portable resize of ``(..., H, W[, C])`` uint8 to ``(..., dh, dw[, C])`` (int32 arithmetic)."""
+    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
+    h, w = img.shape[y_axis], img.shape[x_axis]
+    dw, dh = size
+    tx = axis_table(arith, "x", w, dw, inv_scale[0])
+    ty = axis_table(arith, "y", h, dh, inv_scale[1])
+
+    def idx(a: np.ndarray) -> Any:
+        return xp.asarray(a)
+
+    if arith == "nearest":
+        return xp.take(xp.take(img, idx(ty.i0), axis=y_axis), idx(tx.i0), axis=x_axis)
+
+    # Weights broadcast along their axis: (dw,) or (dw, 1) for x, (dh, 1) or (dh, 1, 1) for y.
+    tail_x = (1,) if has_channels else ()
+    wx0, wx1 = (xp.reshape(idx(a), (dw,) + tail_x) for a in (tx.w0, tx.w1))
+    wy0, wy1 = (xp.reshape(idx(a), (dh, 1) + tail_x) for a in (ty.w0, ty.w1))
+    wide = xp.astype(img, xp.int32)
+
+    def horizontal(rows: Any) -> Any:
+        # Q11: <= 255 * 2048; Q8: <= 255 * 256; area: <= 510 (int32 everywhere).
+        return xp.take(rows, idx(tx.i0), axis=x_axis) * wx0 + xp.take(rows, idx(tx.i1), axis=x_axis) * wx1
+
+    if h <= 2 * dh:  # enlarging (or mildly shrinking): filter every source row once, then pick rows
+        filtered = horizontal(wide)
+        h0, h1 = (xp.take(filtered, idx(i), axis=y_axis) for i in (ty.i0, ty.i1))
+    else:  # shrinking: filter only the source rows that are used
+        h0, h1 = (horizontal(xp.take(wide, idx(i), axis=y_axis)) for i in (ty.i0, ty.i1))
+    if arith == "linear":
+        # OpenCV's VResizeLinear for 8U: each row product is taken "mulhi" style (>> 16) before
+        # the sum, then (+2) >> 2 -- not a plain (acc + 2^21) >> 22. H >> 4 <= 32640 (int16).
+        out = (((wy0 * (h0 >> 4)) >> 16) + ((wy1 * (h1 >> 4)) >> 16) + 2) >> 2
+    elif arith == "exact":
+        out = (wy0 * h0 + wy1 * h1 + 32768) >> 16  # <= 256 * 65280 + 2^15 < 2^31
+    else:
+        s = wy0 * h0 + wy1 * h1
+        count = (wx0 + wx1) * (wy0 + wy1)
+        if arith == "area2_up":
+            four = (s + 2) >> 2
+        else:  # round half to even of s / 4
+            four = (s + 1 + ((s >> 2) & 1)) >> 2
+        two = (s + ((s >> 1) & 1)) >> 1  # round half to even of s / 2 (float sum / count, cvRound)
+        out = xp.where(count == 4, four, xp.where(count == 2, two, s))
+    return xp.astype(out, xp.uint8)
+
+
+@functools.lru_cache(maxsize=256)
+def _device_table(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: float, device_id: int) -> Any:
+    """The axis table as a device int4 array ``(n_dst, 4)``, uploaded once per shape and device."""
+    import cupy
+
+    t = axis_table(arith, axis, n_src, n_dst, inv_scale)
+    return cupy.asarray(np.stack([t.i0, t.i1, t.w0, t.w1], axis=1))
+
+
+@resize_kernel.override("cupy")
+def _resize_cupy(
+    img: Any, *, arith: str, size: tuple[int, int], inv_scale: tuple[float, float], has_channels: bool
+) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function, current_device_id
+
+    channels = img.shape[-1] if has_channels else 1
+    if not 1 <= channels <= 4:
+        return NotImplemented
+    height, width = img.shape[-3:-1] if has_channels else img.shape[-2:]
+    dw, dh = size
+    if (dh + 3) // 4 > 65535:
+        return NotImplemented
+    lead = img.shape[:-3] if has_channels else img.shape[:-2]
+    planes = int(np.prod(lead, dtype=np.int64))
+    device = current_device_id()
+    xtab = _device_table(arith, "x", width, dw, inv_scale[0], device)
+    ytab = _device_table(arith, "y", height, dh, inv_scale[1], device)
+    round_up = "false" if arith == "area2_even" else "true"  # (s + 2) >> 2, or half to even
+    fn = cuda_function(__name__, f"portcv_resize<{_CUDA_ARITH[arith]},{channels},{round_up}>")
+    src = cupy.ascontiguousarray(img).reshape(planes, height * width * channels)
+    out = cupy.empty((planes, dh * dw * channels), np.uint8)
+    grid_xy = ((dw * channels + 255) // 256, (dh + 3) // 4)
+    args = (np.int32(height), np.int32(width), np.int32(dh), np.int32(dw), xtab, ytab)
+    for start in range(0, planes, 65535):  # gridDim.z limit
+        stop = min(planes, start + 65535)
+        fn(grid_xy + (stop - start,), (64, 4), (src[start:stop], out[start:stop]) + args)
+    return out.reshape(lead + (dh, dw) + ((channels,) if has_channels else ()))
+
+
+#: Interpolation names of :func:`resize` and their OpenCV flags.
+INTERPOLATIONS = ("bilinear", "bilinear_exact", "nearest")
+
+
+# --------------------------------------------------------------------------------------------
+# resize
+# --------------------------------------------------------------------------------------------
+def _check_size(size: Any) -> tuple[int, int]:
+    if not isinstance(size, (tuple, list)) or len(size) != 2:
+        raise ValueError(f"size must be a (width, height) pair of ints, got {size!r}")
+    w = _validate.integer(size[0], "size", low=1, high=_validate.MAX_ELEMENTS)
+    h = _validate.integer(size[1], "size", low=1, high=_validate.MAX_ELEMENTS)
+    return w, h
+
+
+def _check_scale(scale: Any) -> tuple[float, float]:
+    pair = tuple(scale) if isinstance(scale, (tuple, list)) else (scale, scale)
+    if len(pair) != 2:
+        raise ValueError(f"scale must be a float or an (fx, fy) pair, got {scale!r}")
+    fx = _validate.real(pair[0], "scale", positive=True, high=1e6)
+    fy = _validate.real(pair[1], "scale", positive=True, high=1e6)
+    return fx, fy
+
+
+def resize(
+    image: Any,
+    *,
+    size: Any = None,
+    scale: Any = None,
+    interpolation: str = "bilinear",
+    channel_axis: Any = "auto",
+) -> Any:
+    """Resize an image, equal bit-for-bit to ``cv2.resize`` on uint8 images.
+
+    Parameters
+    ----------
+    image : (..., H, W) or (..., H, W, C) uint8 array
+    size : (int, int), optional
+        Output ``(width, height)``, OpenCV's order. Give exactly one of ``size`` and ``scale``.
+    scale : float or (float, float), optional
+        ``(fx, fy)`` (or one factor for both): the output is ``round(W * fx) x round(H * fy)``
+        (round half to even), and source coordinates map with ``1 / fx``, ``1 / fy`` -- not with
+        the size ratio -- exactly as ``cv2.resize(img, None, fx=fx, fy=fy)`` does.
+    interpolation : {'bilinear', 'bilinear_exact', 'nearest'}
+        ``'bilinear'`` is ``cv2.INTER_LINEAR``, ``'bilinear_exact'`` is ``cv2.INTER_LINEAR_EXACT``
+        (what ``CascadeClassifier`` uses for its pyramid), ``'nearest'`` is ``cv2.INTER_NEAREST``.
+    channel_axis : {'auto', None, -1}
+        As in :func:`portcv.filters.sep_filter`.
+
+    Returns
+    -------
+    (..., dh, dw[, C]) uint8 array.
+
+    Notes
+    -----
+    Coordinates and weights are computed per output column and per output row on the host,
+    in float64/float32 exactly as OpenCV 4.x ``modules/imgproc/src/resize.cpp`` does; the pixel
+    work is integer:
+
+    - ``'nearest'``: ``sx = min(floor(dx * (1 / fx)), W - 1)`` (float64), same for rows.
+    - ``'bilinear'`` (Q11): ``f = float32((dx + 0.5) / fx - 0.5)``, ``sx = floor(f)``,
+      ``a1 = rint(2048 (f - sx))``, ``a0 = rint(2048 (1 - (f - sx)))`` (columns outside the image
+      take the edge pixel with weight 2048; row weights are not clamped, rows are clipped).
+      ``H = a0 S[sx] + a1 S[sx+1]``, then OpenCV's ``mulhi`` form
+      ``out = ((b0 (H0 >> 4)) >> 16 + (b1 (H1 >> 4)) >> 16 + 2) >> 2``.
+    - ``'bilinear_exact'`` (Q8): ``f = (d + 0.5) / f_axis - 0.5`` in float64,
+      ``c1 = rint(256 (f - floor f))``, ``c0 = 256 - c1``; outside the image the edge pixel;
+      ``out = (c0y H0 + c1y H1 + 2^15) >> 16``.
+    - Exactly 2x down on both axes (either bilinear mode, INTER_LINEAR_EXACT not for 2 channels),
+      OpenCV averages 2x2 blocks: ``(a + b + c + d + 2) >> 2`` (1, 3, 4 channels; otherwise the
+      mean rounded half to even); at an odd edge the 1 or 2 covered pixels' mean, rounded half to
+      even.
+    - Output size equal to the input size: a copy (OpenCV does the same, whatever ``scale``).
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> img = np.array([[0, 100], [200, 255]], np.uint8)
+    >>> portcv.to_numpy(portcv.transform.resize(img, size=(4, 4)))
+    array([[  0,  25,  75, 100],
+           [ 50,  72, 117, 139],
+           [150, 167, 200, 216],
+           [200, 214, 241, 255]], dtype=uint8)
+    >>> portcv.to_numpy(portcv.transform.resize(img, scale=2, interpolation="nearest"))[0]
+    array([  0,   0, 100, 100], dtype=uint8)
+    """
+    img = _validate.image(image)
+    interpolation = _validate.choice(interpolation, "interpolation", INTERPOLATIONS)
+    has_channels = _validate.has_channels(img, channel_axis)
+    if (size is None) == (scale is None):
+        raise ValueError("give exactly one of size=(width, height) and scale=(fx, fy)")
+    height, width, channels = _plane_shape(img, has_channels)
+    wanted = _check_size(size) if size is not None else None
+    factors = _check_scale(scale) if scale is not None else None
+    arith, (dw, dh), inv_scale = _resize_plan((width, height), wanted, factors, interpolation, channels)
+    if dw < 1 or dh < 1:
+        raise ValueError(f"scale: {scale!r} makes a {dw}x{dh} image from {width}x{height}")
+    out_elements = math.prod(img.shape) // (height * width) * dh * dw
+    if out_elements > _validate.MAX_ELEMENTS:
+        name = "size" if size is not None else "scale"
+        raise ValueError(f"{name}: the output would have {out_elements} elements; at most "
+                         f"{_validate.MAX_ELEMENTS} are supported")
+    if arith == "copy":
+        from ..backends import backend
+
+        return backend().xp.asarray(img, copy=True)
+    return resize_kernel(img, arith=arith, size=(dw, dh), inv_scale=inv_scale, has_channels=has_channels)
+
+_resize_plan = plan

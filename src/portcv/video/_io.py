@@ -1,0 +1,213 @@
+"""Video files in and out, and the real-time motion pipeline of the Rice paper (section V-E).
+
+Frames are read and written with imageio's PyAV plugin (``pip install 'portcv[io]'``); imageio
+and PyAV are imported only when a file is opened. :func:`run_motion` feeds frames one at a time
+to a :class:`portcv.motion.MotionDetector` on a chosen backend, times every frame pair and
+reports the paper's Table VII statistics (:func:`fps_statistics`); ``portcv motion`` is its
+command line.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from .. import _validate
+
+
+class VideoError(ValueError):
+    """A video file cannot be read or written (missing, not a video, unsupported, no PyAV)."""
+
+
+def _imageio() -> Any:
+    try:
+        import av  # noqa: F401  (imageio's pyav plugin needs it)
+        import imageio.v3 as iio
+    except ImportError as exc:
+        raise VideoError(f"video files need imageio and PyAV ({exc}); pip install 'portcv[io]'") from None
+    return iio
+
+
+def iter_frames(path: Any, *, frames: int | None = None) -> Iterator[np.ndarray]:
+    """Decode a video file frame by frame: ``(H, W, 3)`` uint8 RGB NumPy arrays.
+
+    Parameters
+    ----------
+    path : str or Path
+        Any container and codec FFmpeg (through PyAV) decodes.
+    frames : int, optional
+        Stop after this many frames (at least 1).
+
+    Raises
+    ------
+    VideoError
+        The file is missing or cannot be decoded (a ``ValueError``).
+
+    Examples
+    --------
+    >>> import tempfile, os, portcv
+    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> portcv.video.write_video(path, portcv.data.moving_shapes(3, 48, 64))
+    3
+    >>> [f.shape for f in portcv.video.iter_frames(path, frames=2)]
+    [(48, 64, 3), (48, 64, 3)]
+    """
+    if frames is not None:
+        frames = _validate.integer(frames, "frames", low=1)
+    path = Path(path)
+    if not path.is_file():
+        raise VideoError(f"cannot read video {str(path)!r}: no such file")
+    iio = _imageio()
+    count = 0
+    try:
+        for frame in iio.imiter(path, plugin="pyav"):
+            yield np.asarray(frame)
+            count += 1
+            if frames is not None and count >= frames:
+                return
+    except GeneratorExit:
+        raise
+    except Exception as exc:  # FFmpeg's and imageio's errors: not a video, truncated, unknown codec
+        raise VideoError(f"cannot read video {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    if count == 0:
+        raise VideoError(f"cannot read video {str(path)!r}: it holds no video frames")
+
+
+def read_video(path: Any, *, frames: int | None = None) -> np.ndarray:
+    """Decode a whole video file (or its first ``frames`` frames): ``(T, H, W, 3)`` uint8 RGB.
+
+    Examples
+    --------
+    >>> import tempfile, os, portcv
+    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> portcv.video.write_video(path, portcv.data.moving_shapes(4, 48, 64))
+    4
+    >>> portcv.video.read_video(path).shape
+    (4, 48, 64, 3)
+    """
+    return np.stack(list(iter_frames(path, frames=frames)))
+
+
+def video_fps(path: Any, default: float = 30.0) -> float:
+    """The frame rate stored in a video file's metadata, or ``default``."""
+    iio = _imageio()
+    try:
+        fps = float(iio.immeta(Path(path), plugin="pyav").get("fps", default))
+    except Exception:  # noqa: BLE001 - metadata is optional
+        return default
+    return fps if math.isfinite(fps) and fps > 0 else default
+
+
+def _codec(av: Any, height: int, width: int) -> str:
+    # H.264 (yuv420p) needs even sizes; MPEG-4 part 2 takes any size. Both ship with PyAV's wheels.
+    if height % 2 == 0 and width % 2 == 0 and "libx264" in av.codecs_available:
+        return "libx264"
+    return "mpeg4"
+
+
+class VideoWriter:
+    """Encode frames into a video file one at a time (a context manager); see :func:`write_video`.
+
+    Examples
+    --------
+    >>> import tempfile, os, portcv
+    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> with portcv.video.VideoWriter(path, fps=10) as out:
+    ...     for frame in portcv.data.moving_shapes(3, 48, 64):
+    ...         out.write(frame)
+    >>> out.count
+    3
+    """
+
+    def __init__(self, path: Any, *, fps: float = 30.0, codec: str | None = None) -> None:
+        self.path = Path(path)
+        self.fps = _validate.real(fps, "fps", positive=True)
+        self.codec = codec
+        self.count = 0
+        self._shape: tuple | None = None
+        self._writer: Any = None
+        self._iio = _imageio()
+
+    def write(self, frame: Any) -> None:
+        """Append one (H, W, 3) RGB or (H, W) gray uint8 frame (any backend's array)."""
+        from ..backends import to_numpy
+
+        f = np.asarray(to_numpy(frame))
+        if f.dtype != np.uint8 or f.ndim not in (2, 3) or (f.ndim == 3 and f.shape[-1] != 3):
+            raise ValueError(f"frames must be (H, W, 3) or (H, W) uint8, got {f.dtype} {f.shape}")
+        if f.ndim == 2:
+            f = np.repeat(f[..., None], 3, axis=-1)
+        try:
+            if self._writer is None:
+                import av
+
+                self._shape = f.shape
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._writer = self._iio.imopen(self.path, "w", plugin="pyav")
+                self._writer.init_video_stream(self.codec or _codec(av, f.shape[0], f.shape[1]), fps=self.fps)
+            elif f.shape != self._shape:
+                raise ValueError(f"every frame must have shape {self._shape}, got {f.shape}")
+            self._writer.write_frame(np.ascontiguousarray(f))
+        except ValueError:
+            raise
+        except Exception as exc:  # FFmpeg's errors: unknown container or codec, unwritable path
+            self._abandon()
+            raise VideoError(f"cannot write video {str(self.path)!r}: {type(exc).__name__}: {exc}") from None
+        self.count += 1
+
+    def close(self) -> None:
+        """Flush the encoder and close the file."""
+        if self._writer is None:
+            return
+        writer, self._writer = self._writer, None
+        try:
+            writer.close()
+        except Exception as exc:  # noqa: BLE001
+            raise VideoError(f"cannot write video {str(self.path)!r}: {type(exc).__name__}: {exc}") from None
+
+    def _abandon(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001 - already failing
+                pass
+
+    def __enter__(self) -> "VideoWriter":
+        return self
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._abandon()
+
+
+def write_video(path: Any, frames: Iterable[Any], *, fps: float = 30.0, codec: str | None = None) -> int:
+    """Encode frames into a video file (``.mp4``, ``.mkv``, ...); returns the number of frames written.
+
+    Parameters
+    ----------
+    path : str or Path
+        Output file; its folder is created. The container follows the extension.
+    frames : iterable of (H, W, 3) or (H, W) uint8 arrays
+        RGB or gray frames of one size, any backend (moved to the host one by one).
+    fps : float
+        Frame rate stored in the file (> 0).
+    codec : str, optional
+        An FFmpeg encoder name. Default: ``libx264`` for even frame sizes, else ``mpeg4``.
+
+    Examples
+    --------
+    >>> import tempfile, os, portcv
+    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> portcv.video.write_video(path, portcv.data.moving_shapes(2, 48, 64), fps=10)
+    2
+    """
+    with VideoWriter(path, fps=fps, codec=codec) as out:
+        for frame in frames:
+            out.write(frame)
+    return out.count

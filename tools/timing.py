@@ -1,0 +1,126 @@
+"""Timing helpers shared by every tool in tools/: CUDA events, synchronized latency, JAX back-to-back.
+
+One place for how portcv measures (docs/benchmarks.md): GPU backends are judged by the time per
+call of many back-to-back calls (CUDA events on CuPy, one wait at the end on JAX), with the
+latency of one call waited for on the host reported beside it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+
+def gpu_time_ms(fn, repeat=200, warmup=10, rounds=5):
+    """Time per call of ``repeat`` back-to-back calls between two CUDA events (the median of
+    ``rounds``): what a pipeline of such calls sustains, host launch cost included, no host sync
+    per call. Also the latency of one call waited for on the host."""
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    stream = cupy.cuda.get_current_stream()
+    stream.synchronize()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    per_call = []
+    for _ in range(rounds):
+        start.record()
+        for _ in range(repeat):
+            fn()
+        stop.record()
+        stop.synchronize()
+        per_call.append(cupy.cuda.get_elapsed_time(start, stop) / repeat)
+    latency = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        fn()
+        stream.synchronize()
+        latency.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(per_call), statistics.median(latency)
+
+
+def jax_queue_ms(fn, repeat=100, warmup=5, rounds=5):
+    """Time per call of ``repeat`` back-to-back calls, waited for once at the end (JAX dispatches
+    asynchronously): the same quantity as :func:`gpu_time_ms`'s first value, so CuPy and JAX
+    compare like with like. The median of ``rounds``."""
+    import jax
+
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+    per_call = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        outs = [fn() for _ in range(repeat)]
+        jax.block_until_ready(outs)
+        per_call.append((time.perf_counter() - t0) * 1e3 / repeat)
+    return statistics.median(per_call)
+
+
+def jax_time_ms(fn, repeat=100, warmup=5):
+    import jax
+
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def host_time_ms(fn, repeat=5):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def copy_bandwidth_gbs():
+    """Device-to-device copy of 1 GiB: (bytes read + bytes written) / time."""
+    import cupy
+
+    a = cupy.ones(1 << 30, dtype=cupy.uint8)
+    b = cupy.empty_like(a)
+    ms, _ = gpu_time_ms(lambda: cupy.copyto(b, a), repeat=20, warmup=3)
+    return 2 * a.nbytes / (ms * 1e-3) / 1e9
+
+
+def synced_ms(fn: Callable[[], Any], n: int = 50) -> float:
+    """Median latency of one CuPy call waited for on the host (ms), after one warm-up call."""
+    import cupy
+
+    fn()
+    cupy.cuda.get_current_stream().synchronize()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        cupy.cuda.get_current_stream().synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def timed(fn: Callable[[], Any], repeat: int, cupy_events: bool) -> tuple[Any, float, float | None]:
+    """``(result, median wall ms, median GPU ms or None)`` over ``repeat`` runs after a warm-up.
+    ``fn`` returns host data, so it has synchronized when it returns."""
+    result = fn()
+    walls, gpus = [], []
+    for _ in range(repeat):
+        if cupy_events:
+            import cupy
+
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+        t0 = time.perf_counter()
+        result = fn()
+        if cupy_events:
+            end.record()
+            end.synchronize()
+            gpus.append(cupy.cuda.get_elapsed_time(start, end))
+        walls.append((time.perf_counter() - t0) * 1e3)
+    return result, statistics.median(walls), (statistics.median(gpus) if gpus else None)

@@ -20,8 +20,16 @@ END = "<!-- support-table: end -->\n"
 
 
 def table() -> str:
+    import importlib
+    import pkgutil
+
     import portcv
     from portcv._kernel import support_table
+
+    # Every submodule imported first, so module attributes resolve the same in any process.
+    for info in pkgutil.walk_packages(portcv.__path__, "portcv."):
+        if not info.name.startswith(("portcv.cli", "portcv.__main__", "portcv.backends.cupy")):
+            importlib.import_module(info.name)
 
     functions = []
     for domain in portcv.DOMAINS:

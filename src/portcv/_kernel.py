@@ -153,13 +153,13 @@ def kernels_of(fn: Callable | list[Callable], depth: int = 4) -> list[Kernel]:
     """The kernels a public function (or a class's methods, a list) calls: names in its code
     that are :class:`Kernel` objects, followed through portcv's helpers up to ``depth`` calls deep."""
     found: dict[str, Kernel] = {}
-    seen: set[Callable] = set()
+    seen: dict[Callable, int] = {}  # function -> shallowest level visited (order-independent)
 
     def visit(f: Callable, level: int) -> None:
         f = inspect.unwrap(f)
-        if f in seen or level > depth or not inspect.isfunction(f):
+        if seen.get(f, depth + 1) <= level or level > depth or not inspect.isfunction(f):
             return
-        seen.add(f)
+        seen[f] = level
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
         except (OSError, TypeError, SyntaxError):

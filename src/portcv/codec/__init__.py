@@ -23,8 +23,3 @@ __all__ = [
     "DeltaEncoder",
     "DEFAULT_THRESHOLD",
 ]
-
-for _name in __all__:  # public classes show their public home: portcv.codec.X, not a private module
-    if isinstance(globals()[_name], type):
-        globals()[_name].__module__ = __name__
-del _name

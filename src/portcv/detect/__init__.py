@@ -28,8 +28,3 @@ from ._xml import Cascade
 
 __all__ = ["Cascade", "CascadeDetector", "load_cascade", "group_rectangles", "GROUP_EPS", "detect_video",
            "VideoDetections"]
-
-for _name in __all__:  # public classes show their public home: portcv.detect.X, not a private module
-    if isinstance(globals()[_name], type):
-        globals()[_name].__module__ = __name__
-del _name

@@ -32,8 +32,3 @@ __all__ = [
     "MotionDetector",
     "detect_motion",
 ]
-
-for _name in __all__:  # public classes show their public home: portcv.motion.X, not a private module
-    if isinstance(globals()[_name], type):
-        globals()[_name].__module__ = __name__
-del _name

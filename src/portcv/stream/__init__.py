@@ -57,8 +57,3 @@ __all__ = [
     "synthetic_source",
     "RAW_1080P30_MBITS",
 ]
-
-for _name in __all__:  # public classes show their public home: portcv.stream.X, not a private module
-    if isinstance(globals()[_name], type):
-        globals()[_name].__module__ = __name__
-del _name

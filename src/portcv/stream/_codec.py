@@ -44,12 +44,13 @@ class StreamDecoder:
     Examples
     --------
     >>> import numpy as np
-    >>> from portcv.stream import StreamDecoder, StreamEncoder, encode_keyframe
+    >>> from portcv.stream import StreamDecoder, StreamError, encode_keyframe
     >>> dec = StreamDecoder(max_frame_bytes=100)
-    >>> dec.decode(encode_keyframe(np.zeros((20, 20), np.uint8), 0))
-    Traceback (most recent call last):
-    ...
-    portcv.stream.StreamError: frame of 400 bytes exceeds the limit of 100
+    >>> try:
+    ...     dec.decode(encode_keyframe(np.zeros((20, 20), np.uint8), 0))
+    ... except StreamError as exc:
+    ...     print(exc)
+    frame of 400 bytes exceeds the limit of 100
     """
 
     def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_payload: int | None = None) -> None:

@@ -272,10 +272,12 @@ def parse_header(data: bytes, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     >>> from portcv.stream import HEADER_SIZE, StreamDecoder, encode_delta, encode_keyframe, parse_header
     >>> parse_header(encode_keyframe(np.zeros((4, 5, 3), np.uint8), 9)).shape
     (4, 5, 3)
-    >>> parse_header(b"GIF89a" + bytes(60))
-    Traceback (most recent call last):
-    ...
-    portcv.stream.StreamError: bad magic b'GIF8' (not a portcv stream)
+    >>> from portcv.stream import StreamError
+    >>> try:
+    ...     parse_header(b"GIF89a" + bytes(60))
+    ... except StreamError as exc:
+    ...     print(exc)
+    bad magic b'GIF8' (not a portcv stream)
     """
     max_payload = 5 * max_frame_bytes + 64 if max_payload is None else max_payload
     if len(data) < HEADER_SIZE:

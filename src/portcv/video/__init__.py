@@ -21,8 +21,3 @@ __all__ = [
     "fps_statistics",
     "run_motion",
 ]
-
-for _name in __all__:  # public classes show their public home: portcv.video.X, not a private module
-    if isinstance(globals()[_name], type):
-        globals()[_name].__module__ = __name__
-del _name

@@ -54,7 +54,7 @@ from portcv.detect._cascade import (
 )
 from portcv.detect._detector import (
     CANDIDATE_LIMIT,
-    DEFAULT_SPLIT,
+    default_split,
     candidates_to_rects,
     cascade_arrays,
     clip_rects,
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
                 breadth_first(scan, gray, None)  # learns the plan capacities (and compiles them)
                 res, wall, _ = timed(lambda: breadth_first(scan, gray, None), max(1, min(args.repeat, 3)), False)
                 key = boxes_key(res)
-                r = row(size, "JAX detect", "jax", DEFAULT_SPLIT["jax"], wall, None, len(key))
+                r = row(size, "JAX detect", "jax", default_split(portcv.backends.get("jax")), wall, None, len(key))
                 r["same_boxes"] = None if reference is None else key == reference
                 r["equal_cv2"] = None if cv2_key is None else key == cv2_key
                 rows.append(r)

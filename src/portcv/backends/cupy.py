@@ -26,6 +26,7 @@ class CupyBackend(Backend):
         "on a machine with an NVIDIA GPU"
     )
     module_name = "cupy"
+    overlaps_uploads = True
 
     def _load(self) -> Any:
         try:

@@ -245,6 +245,6 @@ def compare(ops: list[Op], backends: list[str], *, width: int, height: int, repe
 
 def speedups(results: list[Result]) -> dict[tuple[str, str], float]:
     """``(op, backend) -> NumPy median / backend median`` where both were measured."""
-    numpy_ms = {r.op: r.median_ms for r in results if r.backend == "numpy" and r.median_ms}
+    numpy_ms = {r.op: r.median_ms for r in results if r.backend == REFERENCE and r.median_ms}
     return {(r.op, r.backend): numpy_ms[r.op] / r.median_ms
             for r in results if r.median_ms and r.op in numpy_ms}

@@ -33,8 +33,10 @@ MAX_SCALE_FACTOR = 10.0
 MIN_CAPACITY = 256
 #: split_stage=None: stages run on every window before the first compaction, per backend (by
 #: measurement, tools/cascade_schedule.py on the H100: CuPy's stage kernel skips finished
-#: windows, so 2 costs little there; JAX evaluates every slot, so it compacts after stage 0).
-DEFAULT_SPLIT = {"cupy": 2, "numpy": 2, "jax": 1}
+#: windows, so 2 costs little there; JAX, with static shapes, evaluates every slot, so it compacts
+#: after stage 0).
+def default_split(b: Any) -> int:
+    return 1 if b.static_shapes else 2
 
 
 def resolve_cascade_path(path_or_name: Any) -> str:
@@ -163,7 +165,7 @@ def check_params(scale_factor: Any, min_neighbors: Any, min_size: Any, max_size:
     mins = check_size_pair(min_size, "min_size", allow_none=False)
     maxs = check_size_pair(max_size, "max_size", allow_none=True)
     if split_stage is None:
-        split = min(DEFAULT_SPLIT.get(backend().name, 2), max(1, n_stages))
+        split = min(default_split(backend()), max(1, n_stages))
     else:
         split = _validate.integer(split_stage, "split_stage", low=1, high=max(1, n_stages))
     return sf, mn, mins, maxs, split

@@ -34,7 +34,7 @@ class VideoDetections:
     def __init__(self, detector: Any, frames: Any, params: dict[str, Any], *, streams: bool) -> None:
         self.detector = detector
         self.backend = active_backend().name
-        self.overlapped = bool(streams) and self.backend == "cupy"
+        self.overlapped = bool(streams) and active_backend().overlaps_uploads
         self.seconds: list[float] = []
         self._params = params
         self._source = _frame_source(frames)

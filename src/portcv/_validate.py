@@ -132,6 +132,27 @@ def has_channels(img: Any, channel_axis: Any) -> bool:
     raise ValueError(f"channel_axis must be 'auto', None or -1 (channels last), got {channel_axis!r}")
 
 
+def gray(img: Any, name: str, channel_axis: Any) -> None:
+    """Refuse a colour image where gray frames are expected.
+
+    With ``channel_axis="auto"`` (the library's convention) an array of 3+ dimensions whose last
+    axis has 3 or 4 entries is an RGB(A) image, not a batch of narrow gray frames: silently
+    treating it as one gives wrong results. ``channel_axis=None`` declares a batch.
+    """
+    if isinstance(channel_axis, str) and channel_axis == "auto":
+        if img.ndim >= 3 and img.shape[-1] in (3, 4):
+            raise ValueError(
+                f"{name} looks like a colour image (shape {tuple(img.shape)}: its last axis has "
+                f"{img.shape[-1]} entries) but this function takes gray frames; convert it with "
+                f"portcv.color.rgb_to_gray({name}), or pass channel_axis=None if the leading axes are "
+                "a batch of gray frames"
+            )
+        return
+    if channel_axis is None:
+        return
+    raise ValueError(f"channel_axis must be 'auto' or None (this function takes gray frames), got {channel_axis!r}")
+
+
 def taps2d(value: Any, name: str, *, max_size: int = 31) -> tuple[tuple[int, ...], ...]:
     """A 2-D array of small integers (a non-separable filter kernel), as nested tuples (static).
 

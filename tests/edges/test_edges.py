@@ -60,7 +60,7 @@ def test_detect_same_bits_on_every_backend(backend, data, t_low, t_high, alpha, 
     img, _ = data
     ksize, sigma = blur
     out = matches_numpy(backend, edges.detect, img, t_low, t_high, alpha=alpha, ksize=ksize, sigma=sigma,
-                        variant=variant, border=border)
+                        variant=variant, border=border, channel_axis=None)
     assert set(np.unique(out).tolist()) <= {0, 255}
 
 
@@ -69,7 +69,8 @@ def test_detect_same_bits_on_every_backend(backend, data, t_low, t_high, alpha, 
 def test_canny_same_bits_on_every_backend(backend, data, t_low, t_high, ksize, l2):
     img, _ = data
     scale = 1 if ksize == 3 else 8
-    matches_numpy(backend, edges.canny, img, t_low * scale, t_high * scale, ksize=ksize, l2gradient=l2)
+    matches_numpy(backend, edges.canny, img, t_low * scale, t_high * scale, ksize=ksize, l2gradient=l2,
+                  channel_axis=None)
 
 
 @pytest.mark.parametrize("shape, ksize, border", [((37, 45), 3, "reflect101"), ((2, 3, 70), 5, "constant")])
@@ -240,7 +241,7 @@ def test_detect_low_pass_is_opencv_gaussian_blur_with_sigma_0(ksize):
 @given(data=gray)
 def test_gradient_equals_opencv_sobel(data):
     img, _ = data
-    gx, gy = edges.gradient(img)
+    gx, gy = edges.gradient(img, channel_axis=None)
     planes = img.reshape((-1,) + img.shape[-2:])
     assert_same_bits(np.stack([cv2.Sobel(p, cv2.CV_16S, 1, 0) for p in planes]).reshape(img.shape), gx)
     assert_same_bits(np.stack([cv2.Sobel(p, cv2.CV_16S, 0, 1) for p in planes]).reshape(img.shape), gy)
@@ -356,3 +357,45 @@ def test_tiny_images_have_no_edges_and_keep_their_shape():
         out = portcv.to_numpy(edges.detect(img, 0, 0))
         assert out.shape == shape and not out.any()  # no pixel has alpha + 1 rows/columns on both sides
         assert portcv.to_numpy(edges.canny(img, 10, 20)).shape == shape
+
+
+# ---------------------------------------------------------------- colour input
+@pytest.mark.parametrize("ksize, l2, t_low, t_high", [(3, False, 50, 150), (3, True, 30, 90), (5, False, 400, 1200),
+                                                      (7, True, 300, 900)])
+@pytest.mark.parametrize("order", ["rgb", "bgr", "rgba"])
+def test_canny_on_colour_equals_opencv(ksize, l2, t_low, t_high, order):
+    """cv2.Canny on a colour image: per pixel, the gradient of the channel with the largest
+    magnitude (the first on a tie); ties are common in the equal-channel corner of the frame."""
+    rgb = cv2.GaussianBlur(portcv.data.synthetic_rgb(77, 95, seed=ksize), (3, 3), 0)
+    rgb[:20, :30] = rgb[:20, :30, :1]  # equal channels: every magnitude ties
+    img = {"rgb": rgb, "bgr": rgb[..., ::-1].copy(), "rgba": cv2.cvtColor(rgb, cv2.COLOR_RGB2RGBA)}[order]
+    ref = cv2.Canny(img if order != "rgba" else img[..., :3], t_low, t_high, apertureSize=ksize, L2gradient=l2)
+    got = edges.canny(img, t_low, t_high, ksize=ksize, l2gradient=l2)
+    if order != "rgba":  # OpenCV takes 1 or 3 channels; 4 follows the same rule
+        assert_same_bits(ref, got)
+    assert ref.any()
+
+
+@given(data=images(channels=(2, 3, 4), max_h=40, max_w=50), ksize=st.sampled_from([3, 5, 7]), l2=st.booleans())
+def test_canny_on_colour_same_bits_on_every_backend(backend, data, ksize, l2):
+    img, channel_axis = data
+    matches_numpy(backend, edges.canny, img, 40 * ksize, 120 * ksize, ksize=ksize, l2gradient=l2,
+                  channel_axis=channel_axis)
+
+
+@pytest.mark.parametrize("call", [
+    lambda img, **kw: edges.detect(img, 70, 80, **kw),
+    lambda img, **kw: edges.gradient(img, **kw),
+], ids=["detect", "gradient"])
+@pytest.mark.parametrize("channels", [3, 4])
+def test_gray_only_functions_refuse_colour_and_accept_a_declared_batch(call, channels):
+    """A colour image into a gray-only function used to be taken as a batch of narrow frames
+    (all-zero edges); now it is refused unless channel_axis=None declares the batch."""
+    img = np.random.default_rng(channels).integers(0, 256, (20, 30, channels), dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"image looks like a colour image .*rgb_to_gray.*channel_axis=None"):
+        call(img)
+    out = call(img, channel_axis=None)  # a batch of 20 frames of 30 x channels
+    first = out[0] if isinstance(out, tuple) else out
+    assert tuple(first.shape) == (20, 30, channels)
+    with pytest.raises(ValueError, match="channel_axis must be 'auto' or None"):
+        call(img, channel_axis=-1)

@@ -462,3 +462,14 @@ def test_cli_motion_errors_exit_2_without_traceback(tmp_path, make):
     run = _portcv(*args, cwd=tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "error" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_detect_motion_refuses_one_colour_frame():
+    """One RGB frame used to be read as a video of H frames of W x 3 ("grid must be in [1, 3]")."""
+    frame = portcv.data.synthetic_rgb(48, 64)
+    with pytest.raises(ValueError, match="video looks like one colour frame"):
+        motion.detect_motion(frame, t_low=70, t_high=80)
+    video = portcv.data.moving_shapes(3, 48, 64, seed=0)
+    gray_narrow = np.ascontiguousarray(video[..., 0][:, :, :3])  # (3, 48, 3): 3 gray frames 3 wide
+    out = motion.detect_motion(gray_narrow, t_low=70, t_high=80, grid=(1, 1), channel_axis=None)
+    assert out.regions.shape == (2, 1, 1)

@@ -57,7 +57,32 @@ def _canny_gradients(img: Any, ksize: int) -> tuple[Any, Any]:
     )
 
 
-def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient: bool = False) -> Any:
+def _colour_gradients(img: Any, ksize: int, l2: bool) -> tuple[Any, Any]:
+    """cv::Canny's gradients of a multi-channel image: each channel's Sobel gradients, and per
+    pixel those of the channel with the largest magnitude (``|gx| + |gy|``, or ``gx^2 + gy^2``
+    for L2; a strictly larger one replaces the earlier channel, so the first wins a tie)."""
+    from ..backends import backend
+
+    xp = backend().xp
+    planes = xp.asarray(xp.moveaxis(img, -1, -3), copy=True)  # (..., C, H, W), contiguous
+    gx, gy = _canny_gradients(planes, ksize)
+
+    def norm(k: int) -> Any:  # int32: |g| <= 32767, so gx^2 + gy^2 < 2^31
+        x, y = xp.astype(gx[..., k, :, :], xp.int32), xp.astype(gy[..., k, :, :], xp.int32)
+        return x * x + y * y if l2 else xp.abs(x) + xp.abs(y)
+
+    best_x, best_y, best = gx[..., 0, :, :], gy[..., 0, :, :], norm(0)
+    for k in range(1, img.shape[-1]):  # Python loops only over the channels
+        n = norm(k)
+        larger = n > best
+        best_x = xp.where(larger, gx[..., k, :, :], best_x)
+        best_y = xp.where(larger, gy[..., k, :, :], best_y)
+        best = xp.where(larger, n, best)
+    return best_x, best_y
+
+
+def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient: bool = False,
+          channel_axis: Any = "auto") -> Any:
     """Canny edges with hysteresis; equals ``cv2.Canny(image, t_low, t_high, ksize, L2gradient=l2gradient)`` bit for bit.
 
     The standard method the Rice paper compares with (section II-F, Listing 5): Sobel gradients
@@ -67,8 +92,10 @@ def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient
 
     Parameters
     ----------
-    image : (..., H, W) uint8 array
-        Gray frames; leading axes are a batch.
+    image : (..., H, W) or (..., H, W, C) uint8 array
+        Gray frames, or colour frames (C of 2 to 4, any channel order) as ``cv2.Canny`` takes
+        them: per pixel, the gradient of the channel with the largest magnitude (the first
+        such channel on a tie) is used. Leading axes are a batch.
     t_low, t_high : float
         Thresholds (>= 0); swapped when ``t_low > t_high``, as OpenCV does.
     ksize : {3, 5, 7}
@@ -77,10 +104,13 @@ def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient
     l2gradient : bool
         ``True``: the magnitude is ``sqrt(gx^2 + gy^2)`` (compared squared with
         ``floor(min(t, 32767)^2)``); ``False``: ``|gx| + |gy|``.
+    channel_axis : {"auto", None, -1}
+        ``"auto"``: a last axis of at most 4 entries on a 3+-dimensional array holds channels;
+        ``None``: no channel axis (a batch of gray frames); ``-1``: channels last.
 
     Returns
     -------
-    uint8 array of the image's shape, 0 or 255.
+    uint8 array of the image's shape (without its channel axis), 0 or 255.
 
     Notes
     -----
@@ -114,7 +144,10 @@ def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient
     l2 = bool(l2gradient)
     if t_low > t_high:
         t_low, t_high = t_high, t_low
-    gx, gy = _canny_gradients(img, ksize)
+    if _validate.has_channels(img, channel_axis):
+        gx, gy = _colour_gradients(img, ksize, l2)
+    else:
+        gx, gy = _canny_gradients(img, ksize)
     state = canny_candidates_kernel(
         gx, gy, low=_canny_threshold(t_low, l2, ksize), high=_canny_threshold(t_high, l2, ksize), l2=l2
     )

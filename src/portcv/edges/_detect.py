@@ -77,6 +77,7 @@ def detect(
     sigma: float | None = None,
     variant: str = "pseudocode",
     border: str = "reflect101",
+    channel_axis: Any = "auto",
 ) -> Any:
     """The Rice paper's edge detector: Gaussian, Sobel, NMS with selective thresholding.
 
@@ -112,6 +113,10 @@ def detect(
     border : {'reflect101', 'replicate', 'constant'}
         Border of the Gaussian and Sobel filters (OpenCV's default reflect-101).
 
+    channel_axis : {"auto", None}
+        ``"auto"``: an array whose last axis has 3 or 4 entries is a colour image and is refused
+        (convert it with :func:`portcv.color.rgb_to_gray`); ``None``: leading axes are a batch of
+        gray frames, whatever the last axis.
     Returns
     -------
     uint8 array of the image's shape, 0 or 255.
@@ -150,6 +155,7 @@ def detect(
     array([  0, 255, 255, 255, 255, 255, 255, 255,   0], dtype=uint8)
     """
     img = _validate.image(image)
+    _validate.gray(img, "image", channel_axis)
     t_low = _threshold(t_low, "t_low")
     t_high = _threshold(t_high, "t_high")
     alpha = _validate.integer(alpha, "alpha", low=0, high=MAX_ALPHA)

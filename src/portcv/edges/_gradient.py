@@ -47,7 +47,7 @@ def _gradient_arrays(gx: Any, gy: Any) -> tuple[Any, Any]:
 # --------------------------------------------------------------------------------------------
 # Gradient, magnitude, direction
 # --------------------------------------------------------------------------------------------
-def gradient(image: Any, *, ksize: int = 3, border: str = "reflect101") -> tuple[Any, Any]:
+def gradient(image: Any, *, ksize: int = 3, border: str = "reflect101", channel_axis: Any = "auto") -> tuple[Any, Any]:
     """Sobel gradient ``(gx, gy)`` of gray frames, int16, as ``cv2.Sobel(image, cv2.CV_16S, 1, 0 / 0, 1)``.
 
     The Rice paper's gradient step (section II-C, eq. 7-8): ``gx`` is the derivative across
@@ -65,6 +65,10 @@ def gradient(image: Any, *, ksize: int = 3, border: str = "reflect101") -> tuple
         Sobel aperture, as :func:`portcv.filters.sobel` (``-1``: Scharr).
     border : {'reflect101', 'replicate', 'constant'}
         Pixels outside the image (``'constant'`` pads with 0, as ``cv2.Sobel``).
+    channel_axis : {"auto", None}
+        ``"auto"``: an array whose last axis has 3 or 4 entries is a colour image and is refused
+        (convert it with :func:`portcv.color.rgb_to_gray`); ``None``: leading axes are a batch of
+        gray frames, whatever the last axis.
 
     Returns
     -------
@@ -86,6 +90,7 @@ def gradient(image: Any, *, ksize: int = 3, border: str = "reflect101") -> tuple
     """
     from .. import filters
 
+    _validate.gray(_validate.image(image), "image", channel_axis)
     return filters.gradients(image, ksize=ksize, border=border, channel_axis=None)
 
 

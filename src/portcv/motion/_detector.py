@@ -44,7 +44,7 @@ def _gray(frames: Any, rgb: bool) -> Any:
 def _edges(gray: Any, t_low: Any, t_high: Any, alpha: int, ksize: int, sigma: Any, variant: str) -> Any:
     from .. import edges  # section II's detector (portcv.edges)
 
-    return edges.detect(gray, t_low, t_high, alpha=alpha, ksize=ksize, sigma=sigma, variant=variant)
+    return edges.detect(gray, t_low, t_high, alpha=alpha, ksize=ksize, sigma=sigma, variant=variant, channel_axis=None)
 
 
 class MotionDetector:
@@ -215,6 +215,7 @@ def detect_motion(
     ksize: int = 3,
     sigma: Any = None,
     variant: str = "pseudocode",
+    channel_axis: Any = "auto",
 ) -> MotionResult:
     """Motion between every pair of consecutive frames of a video, in one batched pass.
 
@@ -228,6 +229,10 @@ def detect_motion(
         Gray or RGB frames, ``T >= 2``.
     t_low, t_high, beta, grid, gamma, alpha, ksize, sigma, variant
         As for :class:`MotionDetector`.
+    channel_axis : {"auto", -1, None}
+        ``"auto"``: a 4-D video is RGB (last axis 3), a 3-D one gray, except that a 3-D array
+        whose last axis has 3 or 4 entries is refused as one colour frame (a video needs a time
+        axis); ``None``: ``(T, H, W)`` gray frames whatever their width; ``-1``: RGB.
 
     Returns
     -------
@@ -243,7 +248,15 @@ def detect_motion(
     ((3, 2, 2), (3, 48, 64))
     """
     frames = _validate.image(video, "video", min_ndim=3)
-    if frames.ndim == 4 and frames.shape[-1] == 3:
+    if channel_axis is not None and frames.ndim == 3 and frames.shape[-1] in (3, 4):
+        _validate.choice(channel_axis, "channel_axis", ("auto", -1, None))
+        raise ValueError(
+            f"video looks like one colour frame (shape {tuple(frames.shape)}); detect_motion takes a video "
+            "(T, H, W) gray or (T, H, W, 3) RGB: stack at least 2 frames, or pass channel_axis=None if "
+            "these are gray frames 3 or 4 pixels wide"
+        )
+    _validate.choice(channel_axis, "channel_axis", ("auto", -1, None))
+    if frames.ndim == 4 and frames.shape[-1] == 3 and channel_axis is not None:
         rgb = True
     elif frames.ndim == 3:
         rgb = False

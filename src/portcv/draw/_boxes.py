@@ -204,7 +204,7 @@ def _mask_overlay_kernel(xp: Any, image: Any, patch: Any, *, y0: int, x0: int, o
     under = xp.astype(image[box], xp.int32)
     # round((a m + (255 - a) u) / 255); the sum is at most 255 * 255 + 127 (int32 is plenty).
     blended = (a * colour + (255 - a) * under + 127) // 255
-    return xpx.at(image, box).set(xp.astype(blended, xp.uint8))
+    return xpx.at(image, box).set(xp.astype(blended, xp.uint8), copy=True)  # never into the caller's array
 
 
 def mask_overlay(image: Any, mask: Any, boxes: Any, *, alpha: int | None = None, key: Any = None,

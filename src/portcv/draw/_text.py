@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _validate
 from .._kernel import kernel
-from ..backends import asarray
+from ..backends import asarray, backend
 
 #: Pillow's built-in bitmap font (``ImageFont.load_default_imagefont()``), characters 32..126,
 #: 11 rows of 6 pixels each, one byte per row (bit 5 = leftmost pixel). Embedded so the glyphs
@@ -75,7 +75,7 @@ def _text_overlay_kernel(xp: Any, image: Any, mask: Any, *, y0: int, x0: int, co
     region = image[box]
     fg = xp.asarray(color if has_channels else color[0], dtype=xp.uint8)
     bg = region if background is None else xp.asarray(background if has_channels else background[0], dtype=xp.uint8)
-    return xpx.at(image, box).set(xp.where(m, fg, bg))
+    return xpx.at(image, box).set(xp.where(m, fg, bg), copy=True)  # never into the caller's array
 
 
 def _colour(value: Any, name: str, channels: int) -> tuple[int, ...]:
@@ -152,14 +152,14 @@ def text_overlay(image: Any, text: str, *, origin: tuple[int, int] = (0, 0), sca
     color = _colour((255,) * channels if color is None else color, "color", channels)
     background = None if background is None else _colour(background, "background", channels)
     if not text:
-        return img
+        return backend().xp.asarray(img, copy=True)  # a new array, as for any other text
     height, width = (img.shape[-3], img.shape[-2]) if has_channels else (img.shape[-2], img.shape[-1])
     mask = _text_mask(text, scale)
     # Clip the box to the image on the host: the kernel sees a static, in-bounds box.
     top, left = max(y, 0), max(x, 0)
     bottom, right = min(y + mask.shape[0], height), min(x + mask.shape[1], width)
     if top >= bottom or left >= right:
-        return img
+        return backend().xp.asarray(img, copy=True)
     visible = np.ascontiguousarray(mask[top - y : bottom - y, left - x : right - x])
     return _text_overlay_kernel(img, asarray(visible), y0=top, x0=left, color=color, background=background,
                                has_channels=has_channels)

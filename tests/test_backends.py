@@ -233,3 +233,21 @@ def test_kernel_names_in_sources_match_their_launchers():
         text = resources.files(package).joinpath(f"{stem}.cu").read_text()
         for name in names:
             assert re.search(rf"__global__ void.{{0,80}}?\b{name}\(", text, re.DOTALL), (module, name)
+
+
+@pytest.mark.parametrize("value, kind", [(None, "NoneType"), ("abc", "str"), (object(), "object")])
+@pytest.mark.parametrize("convert", ["to_numpy", "asarray"])
+def test_conversions_refuse_non_arrays(value, kind, convert):
+    """portcv.to_numpy(None) used to return an object array (a JAX dtype error ten frames deep on JAX)."""
+    with pytest.raises(TypeError, match=f"got {kind}"):
+        getattr(portcv, convert)(value)
+
+
+def test_conversions_name_ragged_lists_and_list_dtypes():
+    with pytest.raises(ValueError, match="ragged list"):
+        portcv.to_numpy([[1, 2, 3], [4]])
+    with pytest.raises(ValueError, match="image must be a rectangular array; got a ragged nested list"):
+        portcv.filters.box_blur([[1, 2, 3], [4]], 3)
+    with pytest.raises(TypeError, match=r"pass np.asarray\(image, np.uint8\)"):
+        portcv.filters.box_blur([[1, 2], [3, 4]], 3)
+    np.testing.assert_array_equal(portcv.to_numpy([[1, 2], [3, 4]]), [[1, 2], [3, 4]])  # numbers stay fine

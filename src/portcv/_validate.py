@@ -28,15 +28,23 @@ def image(
 
     ``channels``: if given, the last axis must have one of these lengths (``(..., H, W, C)``).
     """
+    from_list = False
     if owner_of(img) is None:
         if isinstance(img, (list, tuple)):
-            img = np.asarray(img)
+            try:
+                img = np.asarray(img)
+            except ValueError:  # NumPy's "inhomogeneous shape" message names no argument
+                raise ValueError(f"{name} must be a rectangular array; got a ragged nested {type(img).__name__} "
+                                 "(rows of different lengths)") from None
+            from_list = True
         else:
             raise TypeError(f"{name} must be an array (NumPy, CuPy or JAX), got {type(img).__name__}")
     shape = tuple(img.shape)
     want = np.dtype(dtype)
     if np.dtype(img.dtype) != want:
-        raise TypeError(f"{name} must have dtype {want}, got {np.dtype(img.dtype)}")
+        hint = (f"; a Python list of numbers becomes {np.dtype(img.dtype)}: pass "
+                f"np.asarray({name}, np.{want.name})") if from_list else ""
+        raise TypeError(f"{name} must have dtype {want}, got {np.dtype(img.dtype)}{hint}")
     if len(shape) < min_ndim:
         layout = "(..., H, W, C)" if channels is not None else "(..., H, W)"
         raise ValueError(f"{name} must have at least {min_ndim} dimensions {layout}, got shape {shape}")

@@ -31,7 +31,8 @@ def synthetic_rgb(height: int = 480, width: int = 640, *, seed: int = 0) -> np.n
         raise TypeError(f"height and width must be integers, got {type(height).__name__}, {type(width).__name__}")
     if height < 1 or width < 1:
         raise ValueError(f"height and width must be >= 1, got ({height}, {width})")
-    rng = np.random.default_rng(seed)
+    _check_size(height * width * 3, f"({height}, {width}, 3)")
+    rng = np.random.default_rng(_seed(seed))
     y, x = np.mgrid[0:height, 0:width].astype(np.float64)
     fy, fx = y / max(height - 1, 1), x / max(width - 1, 1)
     img = np.stack([200 * fx + 30, 160 * fy + 40, 120 * (1 - fx) * (1 - fy) + 60], axis=-1)
@@ -99,7 +100,8 @@ def moving_shapes(
         raise ValueError(f"shapes must be in [0, 32], got {shapes}")
     if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) or not 0 <= noise <= 64:
         raise ValueError(f"noise must be a number in [0, 64], got {noise!r}")
-    rng = np.random.default_rng(seed)
+    _check_size(frames * height * width * 3, f"({frames}, {height}, {width}, 3)")
+    rng = np.random.default_rng(_seed(seed))
     y = np.arange(height, dtype=np.float32)[:, None]
     x = np.arange(width, dtype=np.float32)[None, :]
     fy, fx = y / max(height - 1, 1), x / max(width - 1, 1)
@@ -139,3 +141,21 @@ def moving_shapes(
             frame += np.float32(noise) * rng.standard_normal(frame.shape, dtype=np.float32)
         video[t] = np.clip(np.rint(frame), 0, 255).astype(np.uint8)
     return video
+
+
+#: The largest image these generators make (uint8 bytes): 2**31, as the kernels' indices allow.
+MAX_BYTES = 2**31 - 1
+
+
+def _check_size(nbytes: int, shape: str) -> None:
+    """Refuse a size before allocating it (the generators work in float: several times more)."""
+    if nbytes > MAX_BYTES:
+        raise ValueError(f"the requested shape {shape} is {nbytes} bytes; at most {MAX_BYTES} are supported")
+
+
+def _seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    return int(seed)

@@ -307,3 +307,10 @@ def test_round_trip_on_the_device(backend):
             picture = codec.delta_decode(picture, diffs, positions, count, check=False)
             assert_same_bits(reference, checked)
             assert_same_bits(reference, picture)
+
+
+@pytest.mark.parametrize("check", ["yes", None, 1])
+def test_delta_decode_check_must_be_a_bool(check):
+    ref = np.zeros((2, 3), np.uint8)
+    with pytest.raises(TypeError, match="check must be a bool"):
+        codec.delta_decode(ref, np.zeros(1, np.int8), np.zeros(1, np.int32), 0, check=check)

@@ -344,7 +344,7 @@ def test_binarize_auto_never_reads_the_device():
 @given(data=images(channels=(None,)))
 def test_gray_to_rgb_same_bits_and_equals_opencv(backend, data):
     img, _ = data
-    out = matches_numpy(backend, color.gray_to_rgb, img)
+    out = matches_numpy(backend, color.gray_to_rgb, img, channel_axis=None)  # a batch of gray frames
     assert out.shape == img.shape + (3,)
     frame = np.ascontiguousarray(frames_of(img, False)[0])
     np.testing.assert_array_equal(frames_of(out, True)[0], cv2.cvtColor(frame, cv2.COLOR_GRAY2RGB))
@@ -410,7 +410,8 @@ HIST = np.zeros(256, np.int64)
         (lambda: color.binarize_auto(RGB, method="mean"), ValueError, "method"),
         (lambda: color.binarize_auto(np.zeros((6, 7, 2), np.uint8)), ValueError, "1, 3 or 4 channels"),
         (lambda: color.binarize_auto(GRAY[:, :0]), ValueError, "image must not be empty"),
-        (lambda: color.gray_to_rgb(RGB, channel_axis=-1), ValueError, "1 channel"),
+        (lambda: color.gray_to_rgb(RGB, channel_axis=-1), ValueError, "image must be gray"),
+        (lambda: color.gray_to_rgb(RGB), ValueError, "its last axis has 3 channels"),
         (lambda: color.gray_to_rgb(GRAY[0]), ValueError, "at least 2 dimensions"),
         (lambda: color.gray_to_rgb(GRAY.astype(np.float32)), TypeError, "image must have dtype uint8"),
         (lambda: color.rgb_to_bgr(GRAY), ValueError, "at least 3 dimensions"),

@@ -85,10 +85,31 @@ def test_noise_map_from_encoder_positions(backend, pair, threshold):
 def test_noise_map_from_positions_ignores_entries_past_count_or_outside(backend):
     img = np.zeros((2, 3, 3), np.uint8)
     positions = np.array([-1, 17, 18, 3], np.int32)
-    out = matches_numpy(backend, draw.noise_map_from_positions, img, positions, 3)
+    out = matches_numpy(backend, draw.noise_map_from_positions, img, positions, 3, check=False)
     expected = np.zeros_like(img)
     expected[1, 2, 0] = 255  # byte 17 = pixel 5; 18 is outside, -1 too, 3 is past count
     np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("positions, count, message", [
+    (np.array([1, 2], np.int32), -1, r"count must be in \[0, 2\]"),
+    (np.array([1, 2], np.int32), 10**12, r"count must be in \[0, 2\]"),
+    (np.array([-1, 2], np.int32), 2, r"positions\[:count\] must be in \[0, 18\)"),
+    (np.array([1, 18], np.int32), 2, r"positions\[:count\] must be in \[0, 18\)"),
+])
+def test_noise_map_from_positions_checks_count_and_positions(positions, count, message):
+    """It used to accept these silently; check=True (the default) refuses them, as delta_decode does."""
+    with pytest.raises(ValueError, match=message):
+        draw.noise_map_from_positions(np.zeros((2, 3, 3), np.uint8), positions, count)
+    with pytest.raises(TypeError, match="check must be a bool"):
+        draw.noise_map_from_positions(np.zeros((2, 3, 3), np.uint8), positions[:1], 0, check="yes")
+
+
+def test_boxes_refuse_negative_sizes():
+    """A negative width or height used to draw nothing silently (cv2.rectangle would normalize it)."""
+    rgb = np.zeros((20, 30, 3), np.uint8)
+    with pytest.raises(ValueError, match=r"width and height >= 0 .* box 1 is \(10, 10, -5, 5\)"):
+        draw.boxes(rgb, [[0, 0, 3, 3], [10, 10, -5, 5]])
 
 
 # ---- text overlay ---------------------------------------------------------------------------
@@ -156,13 +177,13 @@ def test_text_overlay_outside_or_empty_returns_the_image():
 
 @st.composite
 def box_lists(draw_, height, width, max_n=4, dtype=np.int32):
-    """(N, 4) boxes near, across and outside the image; some degenerate (w or h < 1)."""
+    """(N, 4) boxes near, across and outside the image; some degenerate (w or h = 0)."""
     n = draw_(st.integers(0, max_n))
     rng = np.random.default_rng(draw_(st.integers(0, 2**32 - 1)))
     xy = np.stack([rng.integers(-25, width + 5, n), rng.integers(-25, height + 5, n)], axis=1)
     wh = rng.integers(1, max(height, width) + 30, (n, 2))
     if n and draw_(st.booleans()):
-        wh[rng.integers(0, n)] = rng.integers(-2, 1, 2)  # degenerate: drawn as nothing
+        wh[rng.integers(0, n), rng.integers(0, 2)] = 0  # degenerate (w or h = 0): drawn as nothing
     return np.concatenate([xy, wh], axis=1).astype(dtype)
 
 

@@ -104,3 +104,18 @@ def test_writer_abandons_the_file_on_an_exception(tmp_path, clip):
             out.write(clip[0])
             raise RuntimeError("stop")
     assert out._writer is None  # released, not flushed by close()
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: portcv.video.fps_statistics(None), TypeError, "seconds must be an iterable of numbers, got NoneType"),
+    (lambda: portcv.video.fps_statistics(["a"]), TypeError, "seconds must hold numbers, got str"),
+    (lambda: portcv.video.read_video(None), TypeError, "path must be a file path"),
+    (lambda: portcv.video.iter_frames(None), TypeError, "path must be a file path"),  # at the call, not at next()
+    (lambda: portcv.data.synthetic_rgb(seed=float("nan")), TypeError, "seed must be an integer"),
+    (lambda: portcv.data.synthetic_rgb(seed="0"), TypeError, "seed must be an integer"),
+    (lambda: portcv.data.synthetic_rgb(10**12, 64), ValueError, "at most 2147483647"),
+    (lambda: portcv.data.moving_shapes(10**12, 48, 64), ValueError, "at most 2147483647"),
+])
+def test_bad_arguments_get_clear_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

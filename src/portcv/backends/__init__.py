@@ -264,7 +264,14 @@ def to_numpy(array: Any) -> np.ndarray:
     """Copy (or view) any backend's array as a NumPy array on the host."""
     b = owner_of(array)
     if b is None:
-        return np.asarray(array)
+        try:
+            out = np.asarray(array)
+        except ValueError as exc:  # ragged nested lists
+            raise ValueError(f"cannot make an array of a ragged {type(array).__name__} ({exc})") from None
+        if out.dtype.kind in "OUSV" or out.dtype.kind == "M":  # None, strings, arbitrary objects
+            raise TypeError(f"expected an array (NumPy, CuPy, JAX) or numbers, got {type(array).__name__}"
+                            + (f" of dtype {out.dtype}" if isinstance(array, (list, tuple)) else ""))
+        return out
     return b.to_numpy(array)
 
 

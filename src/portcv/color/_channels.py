@@ -32,7 +32,7 @@ def swap_red_blue_kernel(xp: Any, img: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 # Channel layout (cv2.COLOR_GRAY2RGB, COLOR_RGB2BGR, COLOR_RGBA2BGRA)
 # --------------------------------------------------------------------------------------------
-def gray_to_rgb(image: Any, *, channel_axis: Any = None) -> Any:
+def gray_to_rgb(image: Any, *, channel_axis: Any = "auto") -> Any:
     """Replicate a gray image into three equal channels, like ``cv2.COLOR_GRAY2RGB``.
 
     The webcam report keeps gray frames on three channels with "the same value" in each
@@ -41,10 +41,11 @@ def gray_to_rgb(image: Any, *, channel_axis: Any = None) -> Any:
     Parameters
     ----------
     image : (..., H, W) uint8 array, or (..., H, W, 1) with ``channel_axis=-1``
-    channel_axis : {None, -1, 'auto'}
-        ``None`` (default): every axis is an image or batch axis, a gray image has no channel
-        axis. ``-1``: the last axis is a single channel, replaced by three. ``'auto'``: as -1
-        when ``ndim >= 3`` and the last axis has at most 4 entries (it must then be 1).
+    channel_axis : {'auto', None, -1}
+        ``'auto'`` (default): as ``-1`` when ``ndim >= 3`` and the last axis has at most 4
+        entries; it must then be 1 (a colour image is refused, not replicated). ``None``: every
+        axis is an image or batch axis, a gray image has no channel axis. ``-1``: the last axis
+        is a single channel, replaced by three.
 
     Returns
     -------
@@ -60,7 +61,9 @@ def gray_to_rgb(image: Any, *, channel_axis: Any = None) -> Any:
     img = _validate.image(image)
     if _validate.has_channels(img, channel_axis):
         if img.shape[-1] != 1:
-            raise ValueError(f"image must have 1 channel in its last axis, got shape {tuple(img.shape)}")
+            raise ValueError(f"image must be gray: its last axis has {img.shape[-1]} channels (shape "
+                             f"{tuple(img.shape)}); pass channel_axis=None if it is a batch of gray frames "
+                             f"{img.shape[-1]} pixels wide")
         img = img[..., 0]
     return gray_to_rgb_kernel(img)
 

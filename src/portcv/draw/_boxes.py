@@ -40,6 +40,14 @@ def _boxes_argument(boxes: Any) -> Any:
     dtype = np.dtype(boxes.dtype)
     if dtype == np.bool_ or not np.issubdtype(dtype, np.integer):
         raise TypeError(f"boxes must hold integers, got dtype {dtype}")
+    if shape[0]:
+        from ..backends import to_numpy
+
+        sizes = to_numpy(boxes)[:, 2:]
+        if (sizes < 0).any():
+            k = int(np.argmax((sizes < 0).any(axis=1)))
+            raise ValueError(f"boxes must have width and height >= 0 (x, y, w, h); box {k} is "
+                             f"{tuple(int(v) for v in to_numpy(boxes)[k])}")
     return boxes
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _validate
 from .._kernel import kernel
-from ..backends import asarray, owner_of
+from ..backends import asarray, owner_of, to_numpy
 from ._heatmap import _BACKGROUNDS
 
 
@@ -96,7 +96,7 @@ def _noise_map_positions_kernel(xp: Any, image: Any, positions: Any, count: Any)
     return _set_red(xp, image, mark)
 
 
-def noise_map_from_positions(image: Any, positions: Any, count: Any) -> Any:
+def noise_map_from_positions(image: Any, positions: Any, count: Any, *, check: bool = True) -> Any:
     """The noise map drawn from the delta encoder's output (the report's section 5.0.6).
 
     Parameters
@@ -104,10 +104,14 @@ def noise_map_from_positions(image: Any, positions: Any, count: Any) -> Any:
     image : (..., H, W, C) uint8 array
         What to paint on: the frame for the overlay variant, zeros for the black map.
     positions : (capacity,) integer array
-        Flat byte positions, as :func:`portcv.codec.delta_encode` returns them (entries outside
-        the image are ignored).
+        Flat byte positions, as :func:`portcv.codec.delta_encode` returns them.
     count : int or 0-d integer array
         Number of valid entries.
+    check : bool
+        ``True`` (default): ``count`` must be in ``[0, len(positions)]`` and ``positions[:count]``
+        in ``[0, image.size)``, else ``ValueError`` (this reads them back to the host, as
+        :func:`portcv.codec.delta_decode` does). ``False``: no host round trip; entries outside
+        the image are then ignored.
 
     Returns
     -------
@@ -137,5 +141,17 @@ def noise_map_from_positions(image: Any, positions: Any, count: Any) -> Any:
     if len(positions.shape) != 1 or not np.issubdtype(np.dtype(positions.dtype), np.integer):
         raise TypeError(f"positions must be a 1-D integer array, got shape {tuple(positions.shape)} dtype {positions.dtype}")
     count = _validate.count(count)
+    if not isinstance(check, (bool, np.bool_)):
+        raise TypeError(f"check must be a bool, got {type(check).__name__}")
+    if check:
+        k = count if isinstance(count, int) else int(to_numpy(count))
+        capacity = positions.shape[0]
+        if not 0 <= k <= capacity:
+            raise ValueError(f"count must be in [0, {capacity}] (the length of positions), got {k}")
+        p = to_numpy(positions)[:k].astype(np.int64)
+        size = math.prod(image.shape)
+        if k and (p.min() < 0 or p.max() >= size):
+            raise ValueError(f"positions[:count] must be in [0, {size}) (the image's bytes); got values "
+                             f"from {p.min()} to {p.max()}")
     count = asarray(np.asarray(count, np.int64)) if isinstance(count, int) else asarray(count)
     return _noise_map_positions_kernel(image, asarray(positions), count)

@@ -64,7 +64,9 @@ def _grid(grid: Any, height: int, width: int) -> tuple[int, int]:
 def _shape(shape: Any) -> tuple[int, int]:
     if not isinstance(shape, (tuple, list)) or len(shape) < 2:
         raise ValueError(f"shape must be the frame's (H, W) (or its full shape), got {shape!r}")
-    return _validate.integer(shape[-2], "shape", low=1), _validate.integer(shape[-1], "shape", low=1)
+    # Cell bounds are int32 (the kernels index with 32-bit ints): larger sizes would wrap.
+    return (_validate.integer(shape[-2], "shape", low=1, high=2**31 - 1),
+            _validate.integer(shape[-1], "shape", low=1, high=2**31 - 1))
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,6 +270,8 @@ def regions(density: Any, *, shape: Any, gamma: float = DEFAULT_GAMMA, variant: 
     if rows > h or cols > w:
         raise ValueError(f"density has a {rows}x{cols} grid, more cells than the {h}x{w} frame has pixels")
     gamma = _validate.real(gamma, "gamma")
+    if not 0 <= gamma <= 1:
+        raise ValueError(f"gamma must be a fraction of a cell in [0, 1], got {gamma}")
     if gamma < 0:
         raise ValueError(f"gamma must be >= 0, got {gamma}")
     variant = _variant(variant)

@@ -10,6 +10,7 @@ command line.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -57,9 +58,19 @@ def iter_frames(path: Any, *, frames: int | None = None) -> Iterator[np.ndarray]
     """
     if frames is not None:
         frames = _validate.integer(frames, "frames", low=1)
-    path = Path(path)
+    path = _video_path(path)
     if not path.is_file():
         raise VideoError(f"cannot read video {str(path)!r}: no such file")
+    return _decode(path, frames)  # the checks above run now, not at the first next()
+
+
+def _video_path(path: Any) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
+    return Path(path)
+
+
+def _decode(path: Path, frames: int | None) -> Iterator[np.ndarray]:
     iio = _imageio()
     count = 0
     try:

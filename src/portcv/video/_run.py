@@ -23,7 +23,13 @@ def fps_statistics(seconds: Iterable[float]) -> dict[str, float]:
     >>> stats["average"], stats["median"], stats["max"], stats["pairs"]
     (13.333333333333334, 10.0, 20.0, 3)
     """
-    times = [float(s) for s in seconds]
+    if isinstance(seconds, (str, bytes)) or not hasattr(seconds, "__iter__"):
+        raise TypeError(f"seconds must be an iterable of numbers, got {type(seconds).__name__}")
+    times = []
+    for s in seconds:
+        if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)):
+            raise TypeError(f"seconds must hold numbers, got {type(s).__name__}")
+        times.append(float(s))
     if not times:
         raise ValueError("seconds must hold at least one time")
     if any(not math.isfinite(s) or s <= 0 for s in times):

@@ -68,6 +68,8 @@ class Backend:
     static_shapes: bool = False
     #: ``jit`` compiles whole programs (JAX): a chain of kernels is worth compiling as one.
     compiles_programs: bool = False
+    #: The first call of a kernel compiles it (NVRTC on CuPy, XLA on JAX): timings say so.
+    first_call_compiles: bool = False
     #: Host -> device uploads can run on a copy stream beside the compute (CuPy): video
     #: detection overlaps the next frame's upload with this frame's work.
     overlaps_uploads: bool = False

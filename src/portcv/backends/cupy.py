@@ -27,6 +27,7 @@ class CupyBackend(Backend):
     )
     module_name = "cupy"
     overlaps_uploads = True
+    first_call_compiles = True
 
     def _load(self) -> Any:
         try:

@@ -98,6 +98,7 @@ class JaxBackend(Backend):
     module_name = "jax"
     static_shapes = True
     compiles_programs = True
+    first_call_compiles = True
 
     def _load(self) -> Any:
         try:

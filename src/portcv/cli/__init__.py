@@ -14,7 +14,7 @@ import numpy as np
 import portcv
 
 from ..backends import REFERENCE
-from ._common import parse_size
+from ._common import Parser, parse_size, positive_int
 
 
 def _time_calls(b: portcv.Backend, fn: Callable[[], Any], repeat: int) -> tuple[float, list[float], Any]:
@@ -144,9 +144,20 @@ def bench(args: argparse.Namespace) -> int:
     from . import _bench
 
     width, height = args.size
-    names = args.backends.split(",") if args.backends else portcv.backends.registered_backends()
-    if "numpy" not in names:
-        names = ["numpy", *names]  # the reference for speedups and the bit check
+    registered = portcv.backends.registered_backends()
+    names = [n.strip() for n in args.backends.split(",") if n.strip()] if args.backends else registered
+    unknown = [n for n in names if n not in registered]
+    if unknown:
+        print(f"portcv bench: error: unknown backend(s) {', '.join(unknown)} in --backends; "
+              f"registered: {', '.join(registered)}", file=sys.stderr)
+        return 2
+    if REFERENCE not in names:
+        names = [REFERENCE, *names]  # the reference for speedups and the bit check
+    for name in names:  # say which backends cannot run here, and why, instead of dropping them
+        try:
+            portcv.backends.get(name)
+        except portcv.BackendUnavailableError as exc:
+            print(f"skipped backend {name}: {str(exc).split(';')[0]}")
     ops = _bench.operations(args.ops.split(",") if args.ops else None)
     if not ops:
         print(f"portcv bench: error: no operation matches --ops {args.ops!r}", file=sys.stderr)
@@ -223,30 +234,30 @@ def bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="portcv", description="portcv: computer vision bit-exact on NumPy, CuPy and JAX")
+    parser = Parser(prog="portcv", description="portcv: computer vision bit-exact on NumPy, CuPy and JAX")
     parser.add_argument("--version", action="version", version=f"portcv {portcv.__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("demo", help="run gray + blur on every backend, check they agree, time them")
     p.add_argument("--size", type=parse_size, default=(1920, 1080), help="WIDTHxHEIGHT (default 1920x1080)")
     p.add_argument("--backends", default=None, help="comma-separated (default: every registered backend; unavailable ones are listed as skipped)")
-    p.add_argument("--ksize", type=int, default=5)
-    p.add_argument("--sigma", type=float, default=1.2)
-    p.add_argument("--repeat", type=int, default=5, help="timed runs per backend")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="portcv_demo.png", help="output PNG (empty to skip)")
+    p.add_argument("--ksize", type=int, default=5, help="Gaussian kernel size, odd (default 5)")
+    p.add_argument("--sigma", type=float, default=1.2, help="Gaussian sigma (default 1.2)")
+    p.add_argument("--repeat", type=positive_int, default=5, help="timed runs per backend, >= 1 (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic image (default 0)")
+    p.add_argument("--out", default="portcv_demo.png", help="output PNG, empty to skip (default portcv_demo.png)")
     p.set_defaults(func=demo)
     p = sub.add_parser("bench", help="time ops on every backend and OpenCV, print speedups over NumPy; "
                                      "--html DIR publishes the asv dashboard")
     p.add_argument("--size", type=parse_size, default=(1920, 1080), help="WIDTHxHEIGHT (default 1920x1080)")
     p.add_argument("--backends", default=None, help="comma-separated (default: every registered backend that is available)")
     p.add_argument("--ops", default=None, help="comma-separated substrings of op names (default: all)")
-    p.add_argument("--repeat", type=int, default=10, help="at most this many timed calls per op and backend")
-    p.add_argument("--budget", type=float, default=1.0, help="seconds of timed calls per op and backend (at least one call)")
+    p.add_argument("--repeat", type=positive_int, default=10, help="at most this many timed calls per op and backend (default 10)")
+    p.add_argument("--budget", type=float, default=1.0, help="seconds of timed calls per op and backend, at least one call (default 1.0)")
     p.add_argument("--no-opencv", action="store_true", help="leave OpenCV out")
     p.add_argument("--plain", action="store_true", help="plain text table even when rich is installed")
-    p.add_argument("--json", default=None, help="also write the results to this JSON file")
+    p.add_argument("--json", default=None, help="also write the results to this JSON file (default: none)")
     p.add_argument("--html", default=None, metavar="DIR",
-                   help="instead of timing: asv publish the asv_bench results to DIR, with the CDN assets vendored")
+                   help="instead of timing: asv publish the asv_bench results to DIR, with the CDN assets vendored (default: time)")
     p.add_argument("--asv-dir", default=None, help="the asv_bench folder (default: found from the current directory)")
     p.set_defaults(func=bench)
     # The domain modules define their own commands (next to the code they drive).
@@ -264,8 +275,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError) as exc:
-        print(f"portcv {args.command}: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"portcv {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError, OverflowError, ImportError, RuntimeError) as exc:
+        # What a user can cause (bad values, files, ports, missing backends): one line, exit 2.
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"portcv {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -36,3 +36,32 @@ def parse_size(text: str) -> tuple[int, int]:
     if w < 1 or h < 1 or w * h > 8192 * 8192:
         raise argparse.ArgumentTypeError(f"size must be between 1x1 and 8192x8192 pixels, got {text!r}")
     return w, h
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse`` with one-line errors: ``portcv X: error: ...`` and exit code 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """An ``int`` command-line value >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port number, 1 to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port in [1, 65535], got {text!r}")
+    return value

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ._common import positive_int
+
 #: File name endings read as still images; everything else is opened as a video.
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pgm", ".ppm", ".pnm"}
 DEFAULT_CASCADE = "haarcascade_frontalface_default.xml"
@@ -40,14 +42,6 @@ def _parse_min_size(text: str) -> tuple[int, int]:
     return parts[0], parts[1]
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
 
 
 def _add_faces_command(sub: Any) -> None:
@@ -68,8 +62,8 @@ def _add_faces_command(sub: Any) -> None:
     p.add_argument("--min-size", type=_parse_min_size, default=(30, 30),
                    help="smallest object: 30 or WIDTHxHEIGHT (default 30)")
     p.add_argument("--thickness", type=int, default=2, help="outline width of the drawn boxes (default 2)")
-    p.add_argument("--out", default=None, help="write the annotated image (.png, .jpg) or video (.mp4, .mkv) here")
-    p.add_argument("--frames", type=_positive_int, default=None, help="video: process at most N frames")
+    p.add_argument("--out", default=None, help="write the annotated image (.png, .jpg) or video (.mp4, .mkv) here (default: none)")
+    p.add_argument("--frames", type=positive_int, default=None, help="video: process at most N frames (default: all)")
     p.add_argument("--fps", type=float, default=None, help="video: frame rate of --out (default: the source's)")
     p.add_argument("--no-progress", action="store_true", help="video: no progress bar")
     p.set_defaults(func=_faces_command)
@@ -169,7 +163,8 @@ def _image(source: Path, args: argparse.Namespace, b: Any, detector: Any, params
         seconds = time.perf_counter() - t0
     n = len(boxes)
     print(f"portcv faces: {source} ({image.shape[1]}x{image.shape[0]}), {label}, backend {b.name}: "
-          f"{n} {'box' if n == 1 else 'boxes'} in {seconds * 1e3:.1f} ms (first call, compilation included)")
+          f"{n} {'box' if n == 1 else 'boxes'} in {seconds * 1e3:.1f} ms"
+          + (" (first call, compilation included)" if b.first_call_compiles else ""))
     if n:
         header = ("x", "y", "w", "h", "neighbours")
         rows = [header] + [tuple(str(int(v)) for v in (*box, k)) for box, k in zip(boxes, neighbours)]

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _validate
 from ..video import VideoError, VideoWriter, fps_statistics, iter_frames, run_motion
 from ..video._io import video_fps
-from ._common import parse_size, print_table, with_progress
+from ._common import parse_size, positive_int, print_table, with_progress
 
 
 def _parse_grid(text: str) -> tuple[int, int]:
@@ -33,19 +33,19 @@ def _add_motion_command(sub: Any) -> None:
     )
     p.add_argument("source", help="a video file, or 'synthetic' for generated moving shapes over sensor noise")
     p.add_argument("--backend", default="numpy", help="backend, or a comma-separated list to compare (default numpy)")
-    p.add_argument("--out", default=None, help="write the annotated video here (.mp4, .mkv, ...)")
-    p.add_argument("--frames", type=int, default=None, help="process at most N frames (synthetic: default 60)")
+    p.add_argument("--out", default=None, help="write the annotated video here, .mp4, .mkv, ... (default: none)")
+    p.add_argument("--frames", type=positive_int, default=None, help="process at most N frames (default: the whole file; synthetic: 60)")
     p.add_argument("--size", type=parse_size, default=(640, 480), help="synthetic frame size WIDTHxHEIGHT (default 640x480)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic video")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic video (default 0)")
     p.add_argument("--fps", type=float, default=None, help="frame rate of --out (default: the source's, or 30)")
-    p.add_argument("--t-low", type=float, default=70, help="low gradient threshold of the edge detector")
-    p.add_argument("--t-high", type=float, default=80, help="high gradient threshold of the edge detector")
-    p.add_argument("--alpha", type=int, default=2, help="selective-thresholding apron of the edge detector")
+    p.add_argument("--t-low", type=float, default=70, help="low gradient threshold of the edge detector (default 70)")
+    p.add_argument("--t-high", type=float, default=80, help="high gradient threshold of the edge detector (default 80)")
+    p.add_argument("--alpha", type=int, default=2, help="selective-thresholding apron of the edge detector (default 2)")
     p.add_argument("--beta", type=int, default=12, help="movement tolerance in pixels (default 12)")
     p.add_argument("--grid", type=_parse_grid, default=(6, 10), help="density cells ROWSxCOLS (default 6x10)")
     p.add_argument("--gamma", type=float, default=0.01, help="motion threshold: fraction of a cell (default 0.01)")
     p.add_argument("--variant", default="pseudocode", help="'pseudocode' (default) or 'listing'")
-    p.add_argument("--thickness", type=int, default=2, help="outline width of the drawn motion cells")
+    p.add_argument("--thickness", type=int, default=2, help="outline width of the drawn motion cells (default 2)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_motion_command)
 

@@ -15,7 +15,7 @@ from ..stream import (
     StreamServer,
     synthetic_source,
 )
-from ._common import parse_size
+from ._common import parse_size, port
 
 
 def _prefilter(spec: str | None, backend: str) -> Callable[[Any], Any] | None:
@@ -113,25 +113,25 @@ def _add_stream_command(sub: Any) -> None:
     ss = p.add_subparsers(dest="stream_command", required=True)
     s = ss.add_parser("serve", help="encode a video (or a generated one) and serve it to TCP clients")
     s.add_argument("--source", default="synthetic", help="a video file, or 'synthetic' (default)")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8765)
-    s.add_argument("--backend", default="numpy", help="backend of the encoder (numpy, jax, cupy)")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=port, default=8765, help="TCP port (default 8765)")
+    s.add_argument("--backend", default="numpy", help="backend of the encoder: numpy, jax, cupy (default numpy)")
     s.add_argument("--threshold", type=int, default=_codec.DEFAULT_THRESHOLD, help="send bytes changed by more (default 20)")
-    s.add_argument("--prefilter", default=None, help="denoise before encoding: gaussian:K or mean:K")
+    s.add_argument("--prefilter", default=None, help="denoise before encoding: gaussian:K or mean:K (default: none)")
     s.add_argument("--encoding", default="compact", choices=tuple(ENCODINGS), help="payload encoding (default compact)")
     s.add_argument("--keyframe-interval", type=int, default=300, help="a keyframe every N frames (default 300)")
     s.add_argument("--fps", type=float, default=0.0, help="pace the source at this rate (default 0: as fast as possible)")
     s.add_argument("--frames", type=int, default=0, help="stop after N frames (default 0: the whole source; synthetic never ends)")
     s.add_argument("--size", type=parse_size, default=(640, 480), help="synthetic frame size WIDTHxHEIGHT (default 640x480)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=int, default=0, help="seed of the synthetic source (default 0)")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
     s.set_defaults(func=_serve_command)
     v = ss.add_parser("view", help="receive a stream, check it, reconstruct the frames (and write a video)")
-    v.add_argument("--host", default="127.0.0.1")
-    v.add_argument("--port", type=int, default=8765)
-    v.add_argument("--out", default=None, help="write the received frames to this video file (.mp4, .mkv, ...)")
+    v.add_argument("--host", default="127.0.0.1", help="server address (default 127.0.0.1)")
+    v.add_argument("--port", type=port, default=8765, help="server TCP port (default 8765)")
+    v.add_argument("--out", default=None, help="write the received frames to this video file, .mp4, .mkv, ... (default: none)")
     v.add_argument("--frames", type=int, default=0, help="stop after N frames (default 0: until the stream ends)")
     v.add_argument("--fps", type=float, default=30.0, help="frame rate of --out (default 30)")
-    v.add_argument("--timeout", type=float, default=5.0, help="give up after this many seconds without a connection")
+    v.add_argument("--timeout", type=float, default=5.0, help="give up after this many seconds without a connection (default 5.0)")
     v.add_argument("--quiet", action="store_true", help="no progress lines")
     v.set_defaults(func=_view_command)

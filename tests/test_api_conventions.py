@@ -171,3 +171,15 @@ def test_declined_overrides_are_counted_and_warned_once():
         assert calls == [1, 5, 7]
     finally:
         del _kernel.KERNELS["test_declines"]
+
+
+def test_docs_and_docstrings_cite_what_users_have():
+    """No reference to the project's internal notes (users do not have them), and every paper
+    cited by its short name is defined in docs/references.md."""
+    texts = {p: p.read_text() for p in list(SRC.rglob("*.py")) + list(SRC.rglob("*.cu"))
+             + list((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]}
+    bad = [str(p) for p, text in texts.items() if re.search(r"shared/|the Rice paper|webcam report\b", text)]
+    assert not bad, bad
+    references = (ROOT / "docs" / "references.md").read_text()
+    for name in ("Del Vecchio et al.", "Webcam Streaming & Filters report", "Pertsau and Uvarov", "Tek's thesis", "Lin et al."):
+        assert name in references

@@ -78,7 +78,7 @@ def _registry() -> list[Op]:
          lambda cv2, x: cv2.integral(x, sdepth=cv2.CV_32S)),
         ("resize 1/2 bilinear", t, "resize", "gray", lambda fn: lambda x: fn(x, scale=0.5),
          lambda cv2, x: cv2.resize(x, None, fx=0.5, fy=0.5, interpolation=cv2.INTER_LINEAR)),
-        ("edges detect (Rice)", "edges", "detect", "gray", lambda fn: lambda x: fn(x, 70, 80), None),
+        ("edges detect (Del Vecchio)", "edges", "detect", "gray", lambda fn: lambda x: fn(x, 70, 80), None),
         ("canny 50/150", "edges", "canny", "gray", lambda fn: lambda x: fn(x, 50, 150),
          lambda cv2, x: cv2.Canny(x, 50, 150)),
     ]

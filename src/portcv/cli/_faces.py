@@ -3,7 +3,7 @@
 An image (PNG, JPEG, ... read with imageio) gets its boxes printed and, with ``--out``, drawn
 (:func:`portcv.draw.boxes`); a video (read with PyAV through :mod:`portcv.video`) is detected
 frame by frame with :func:`portcv.detect.detect_video` (CUDA streams on CuPy), shows a progress
-bar, can be written annotated with ``--out``, and ends with the Rice paper's Table VII-style
+bar, can be written annotated with ``--out``, and ends with Del Vecchio et al.'s Table VII-style
 frame-rate summary (:func:`portcv.video.fps_statistics`).
 """
 
@@ -228,7 +228,7 @@ def _video(source: Path, args: argparse.Namespace, b: Any, detector: Any, params
     overlap = "; upload overlapped with CUDA streams" if run.overlapped else ""
     print(f"portcv faces: {source} ({first.shape[1]}x{first.shape[0]}), {label}; {len(counts)} frames, "
           f"boxes per frame min {min(counts)} / mean {sum(counts) / len(counts):.2f} / max {max(counts)}; "
-          f"FPS per frame (the Rice paper's Table VII){overlap}")
+          f"FPS per frame (Del Vecchio et al.'s Table VII){overlap}")
     print_table(("backend", "device", "frames", "average", "median", "min", "max", "std", "throughput"), [
         (b.name, b.device, str(stats["pairs"])) + tuple(
             f"{stats[k]:.2f}" for k in ("average", "median", "min", "max", "std", "throughput"))])

@@ -28,7 +28,7 @@ def _add_motion_command(sub: Any) -> None:
     p = sub.add_parser(
         "motion",
         help="edge-based motion detection on a video file (or a generated one): annotated video + FPS statistics",
-        description="Run the Rice paper's motion detector frame by frame, draw the motion cells over the "
+        description="Run Del Vecchio et al.'s motion detector frame by frame, draw the motion cells over the "
         "frames, and print the paper's Table VII frame-rate statistics per backend.",
     )
     p.add_argument("source", help="a video file, or 'synthetic' for generated moving shapes over sensor noise")
@@ -127,7 +127,7 @@ def _motion_command(args: Any) -> int:
         rows.append((name, portcv.backends.get(name).device, stats))
 
     print(f"portcv motion: {label}; beta={args.beta}, grid={args.grid[0]}x{args.grid[1]}, gamma={args.gamma}, "
-          f"variant={args.variant}; FPS per frame pair (the Rice paper's Table VII)")
+          f"variant={args.variant}; FPS per frame pair (Del Vecchio et al.'s Table VII)")
     print_table(("backend", "device", "pairs", "average", "median", "min", "max", "std"), [
         (name, device, str(s["pairs"])) + tuple(f"{s[key]:.2f}" for key in ("average", "median", "min", "max", "std"))
         for name, device, s in rows

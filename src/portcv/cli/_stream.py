@@ -109,7 +109,7 @@ def _view_command(args: Any) -> int:
 def _add_stream_command(sub: Any) -> None:
     """Register ``portcv stream serve`` and ``portcv stream view`` on the CLI's subparsers."""
 
-    p = sub.add_parser("stream", help="frame-delta video streaming over TCP (the webcam report's client and server)")
+    p = sub.add_parser("stream", help="frame-delta video streaming over TCP (the Webcam Streaming & Filters report's client and server)")
     ss = p.add_subparsers(dest="stream_command", required=True)
     s = ss.add_parser("serve", help="encode a video (or a generated one) and serve it to TCP clients")
     s.add_argument("--source", default="synthetic", help="a video file, or 'synthetic' (default)")

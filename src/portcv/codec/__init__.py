@@ -1,4 +1,4 @@
-"""Frame-delta coding of the webcam report (section 2): send only the bytes that changed.
+"""Frame-delta coding of the Webcam Streaming & Filters report (section 2): send only the bytes that changed.
 
 The report streams video by sending, per frame, the bytes whose difference from the previous
 frame exceeds a threshold (20), with *error feedback*: a byte whose change is at or below the

@@ -1,4 +1,4 @@
-// Frame-delta encoder and decoder of the webcam report (section 2), done with a defined order.
+// Frame-delta encoder and decoder of the Webcam Streaming & Filters report (section 2), done with a defined order.
 // src/portcv/codec/_delta.py holds the portable version (the reference) and the launchers.
 //
 // A byte is *changed* when |frame - reference| > threshold. The report appends changed bytes

@@ -1,4 +1,4 @@
-"""The frame-delta kernels of the webcam report (section 2): encode with error feedback, decode.
+"""The frame-delta kernels of the Webcam Streaming & Filters report (section 2): encode with error feedback, decode.
 
 ``delta_encode``: a byte is *changed* when ``|frame - reference| > threshold``. Changed bytes
 are listed in ascending flat (C-order) position: ``positions[k]`` is the flat index of the
@@ -233,7 +233,7 @@ def delta_encode(frame: Any, reference: Any, *, threshold: int = DEFAULT_THRESHO
 
     Notes
     -----
-    The webcam report, section 2.1 (CPU loop) and 2.2 (CUDA kernels). The report orders the
+    The Webcam Streaming & Filters report, section 2.1 (CPU loop) and 2.2 (CUDA kernels). The report orders the
     changed bytes by the arrival of ``atomicInc``; portcv orders them by position, through
     prefix-sum compaction, so every backend returns the same bits. Only integer compares and
     wrap-around subtraction per byte; no rounding. The portable version ranks the changed
@@ -285,7 +285,7 @@ def delta_decode(reference: Any, diffs: Any, positions: Any, count: Any, *, chec
 
     Notes
     -----
-    The receiving side of the webcam report (section 2): ``frame[h_xs[k]] += h_diff[k]``.
+    The receiving side of the Webcam Streaming & Filters report (section 2): ``frame[h_xs[k]] += h_diff[k]``.
     uint8 addition wraps mod 256, which undoes the encoder's ``(frame - reference) mod 256``
     exactly. Portable version: a gather and a scatter over ``capacity`` slots plus a dump slot
     (jit-friendly); CuPy: one thread per entry (``portcv_delta_apply``), no atomics needed
@@ -330,7 +330,7 @@ def delta_decode(reference: Any, diffs: Any, positions: Any, count: Any, *, chec
 
 
 class DeltaEncoder:
-    """The sending side of the webcam report's stream: the reference stays on the device.
+    """The sending side of the Webcam Streaming & Filters report's stream: the reference stays on the device.
 
     Each :meth:`encode` runs :func:`delta_encode` against the kept reference and replaces it by
     the new one; on CuPy the reference buffer is updated in place, and only the 16-byte vectors

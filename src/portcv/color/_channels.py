@@ -35,7 +35,7 @@ def swap_red_blue_kernel(xp: Any, img: Any) -> Any:
 def gray_to_rgb(image: Any, *, channel_axis: Any = "auto") -> Any:
     """Replicate a gray image into three equal channels, like ``cv2.COLOR_GRAY2RGB``.
 
-    The webcam report keeps gray frames on three channels with "the same value" in each
+    The Webcam Streaming & Filters report keeps gray frames on three channels with "the same value" in each
     (section 7.1); this is that layout, for display or for RGB-only consumers.
 
     Parameters

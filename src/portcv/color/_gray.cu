@@ -11,7 +11,7 @@ __device__ __forceinline__ unsigned int gray_of(unsigned int r, unsigned int g, 
         // OpenCV's RGB2GRAY: 15-bit weights summing to 32768, round half up.
         return (9798u * r + 19235u * g + 3735u * b + 16384u) >> 15;
     } else {
-        // The webcam report's average method, truncating like its C `sum / 3`.
+        // The Webcam Streaming & Filters report's average method, truncating like its C `sum / 3`.
         return (r + g + b) / 3u;
     }
 }

@@ -50,7 +50,7 @@ def rgb_to_gray(image: Any, *, method: str = "weighted") -> Any:
     ``weighted`` (default): ``Y = (9798 R + 19235 G + 3735 B + 2**14) >> 15``, OpenCV's
     fixed-point form of ``0.299 R + 0.587 G + 0.114 B``, equal bit-for-bit to
     ``cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)``. ``average``: ``(R + G + B) // 3``, truncating as the
-    webcam report's code does (its section 7, "Grayscale Filter": average and weighted methods).
+    Webcam Streaming & Filters report's code does (its section 7, "Grayscale Filter": average and weighted methods).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-// Histograms, global thresholds and binarization (the webcam report's section 8). Compiled by
+// Histograms, global thresholds and binarization (the Webcam Streaming & Filters report's section 8). Compiled by
 // portcv.backends.cupy with --std=c++17 --fmad=false; launched from portcv/_histogram.py.
 //
 // portcv_histogram<C>: the report's shared-memory histogram (8.2.3) done right. Each warp counts

@@ -1,4 +1,4 @@
-"""Histogram, global thresholds and binarization kernels: the webcam report's section 8.
+"""Histogram, global thresholds and binarization kernels: the Webcam Streaming & Filters report's section 8.
 
 The report binarizes a frame in five steps (section 8): gray, histogram (8.2), the two largest
 bins (8.3), their mean as the threshold (8.4), ``> threshold`` to 255 (8.5). Each step is a
@@ -474,7 +474,7 @@ def _binarize_cupy(img: Any, *thresholds: Any, scalar: int | None, has_channels:
 
 
 # --------------------------------------------------------------------------------------------
-# Histogram, thresholds, binarization (the webcam report's section 8)
+# Histogram, thresholds, binarization (the Webcam Streaming & Filters report's section 8)
 # --------------------------------------------------------------------------------------------
 def histogram(image: Any, *, bins: int = 256, channel_axis: Any = "auto") -> Any:
     """Count the pixel values of each frame (and channel): the report's step 2 (section 8.2).

@@ -14,7 +14,7 @@ from ._histogram import _histogram_argument
 
 
 def threshold_two_peaks(hist: Any, *, rule: str = "two_largest") -> Any:
-    """The webcam report's binarization threshold: the mean index of the two largest bins.
+    """The Webcam Streaming & Filters report's binarization threshold: the mean index of the two largest bins.
 
     ``threshold = clip((first + second) // 2, 50, 200)`` where ``first`` and ``second`` are bin
     indices chosen by ``rule`` (the report's sections 8.3 and 8.4).

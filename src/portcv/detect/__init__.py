@@ -6,7 +6,7 @@ rejection, ``groupRectangles`` (eps 0.2) and clipping -- with the window decisio
 integers (no per-window square root or division), so NumPy, CuPy and JAX make identical
 decisions; they equal OpenCV's except at exact ties (``docs/detect.md`` measures them).
 
-The structure is the GPU one of the cascade-scheduling paper and the MCT thesis (section
+The structure is the GPU one of Pertsau and Uvarov and Tek's thesis (section
 3.1): all pyramid levels packed into one image (one integral image, one launch covers every
 scale), the first stages evaluated breadth-first over *all* windows, the survivors compacted
 into a dense plan by a prefix sum, and the remaining stages run on the plan.

@@ -13,10 +13,10 @@ The hot loops of :class:`portcv.detect.CascadeDetector`:
   ``-1`` variance reject (as OpenCV's ``runAt``).
 - ``cascade_group``: OpenCV's ``groupRectangles`` and the clip of the candidates, on the device.
 - ``cascade_compact``: OpenCV's stage-0 skip rule (the window after a visited stage-0 reject is
-  not visited) as a scan, then the visited survivors in ascending order: the scheduling paper's
+  not visited) as a scan, then the visited survivors in ascending order: Pertsau and Uvarov's
   mask -> plan (prefix-sum stream compaction, fixed capacity + count).
 
-The decisions are integer (``/work/shared/opencv-cascade.md``, ``docs/detect.md``):
+The decisions are integer (``docs/opencv-arithmetic.md``, ``docs/detect.md``):
 
 - variance: ``A = (W-2)(H-2)``, ``s, q`` = sum and squared sum over ``(1, 1, W-2, H-2)``,
   ``nf = A*q - s*s`` (int64, < 2**53); reject when ``nf <= 0`` or ``100*A*A >= nf`` -- OpenCV's

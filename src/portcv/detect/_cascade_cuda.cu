@@ -1,5 +1,5 @@
 // Cascade window evaluation (OpenCV's Haar and LBP cascades) and the stream compaction that
-// turns a window mask into a dense plan (the scheduling paper's mask -> plan). Compiled by
+// turns a window mask into a dense plan (Pertsau and Uvarov's mask -> plan). Compiled by
 // portcv.backends.cupy with --std=c++17 --fmad=false; src/portcv/detect/_cascade.py holds the portable
 // version (the reference) and src/portcv/detect/_cascade_cuda.py the launchers.
 //

@@ -13,7 +13,7 @@ stages ``[0, S)``; breadth-first is ``[0, split)`` over every window, ``cascade_
 ``[split, S)`` on the plan. With ``count`` (a 0-d int32 device array: a plan's length, never
 copied to the host) only the first ``count`` windows are evaluated and the rest get status 0.
 
-Compaction (the scheduling paper's mask -> plan): three launches, no atomics, ascending order:
+Compaction (Pertsau and Uvarov's mask -> plan): three launches, no atomics, ascending order:
 per-tile counts (tiles of ``COMPACT_BLOCK * COMPACT_ITEMS`` windows), one block scanning the tile
 counts into offsets (and writing ``count = min(total, capacity)``), per-tile block scans and a
 scatter; slots ``count..capacity-1`` hold zeros. OpenCV's stage-0 skip rule is evaluated in the

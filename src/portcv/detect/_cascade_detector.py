@@ -109,8 +109,8 @@ class CascadeDetector:
         Notes
         -----
         OpenCV 4.13 ``CascadeClassifierImpl::detectMultiScale`` (``cascadedetect.cpp``), read
-        into ``/work/shared/opencv-cascade.md``; the scheduling paper's breadth-first stages
-        with mask -> plan compaction; the MCT thesis (section 3.1) packed pyramid. The window
+        into ``docs/opencv-arithmetic.md``; Pertsau and Uvarov's breadth-first stages
+        with mask -> plan compaction; Tek's thesis (section 3.1) packed pyramid. The window
         decision is integer (see ``portcv._cascade``): variance ``100 A^2 >= nf`` instead of
         ``A / sqrt(nf) >= 0.1``, Haar nodes ``F < thr sqrt(nf)`` from signs and squares, stage
         sums in fixed point; identical on every backend, equal to OpenCV's float decision
@@ -183,7 +183,7 @@ def load_cascade(path_or_name: Any) -> Cascade:
     Reads OpenCV's new (``opencv-cascade-classifier``) and old (``opencv-haar-classifier``)
     formats: Haar features with tilted rectangles and multi-node trees, LBP features with
     256-bit category sets (``cascadedetect.cpp`` / ``cascadedetect_convert.cpp`` semantics, from
-    ``/work/shared/opencv-cascade.md``). The stage thresholds are ``float32(xml) - 1e-5f`` as in
+    ``docs/opencv-arithmetic.md``). The stage thresholds are ``float32(xml) - 1e-5f`` as in
     OpenCV, and leaves become integers at a common binary scale ``2**k``, so a stage's decision
     is an exact int64 comparison. scikit-image's copy of the LBP face cascade misspells
     ``featureParams`` as ``featuhreParams``; it is accepted (``Cascade.notes`` says so).

@@ -199,8 +199,8 @@ def detect_video(detector: Any, frames: Any, *, streams: bool = True, **detect_k
 
     Notes
     -----
-    The issue's video mode, after the streaming structure of the cascade-scheduling paper
-    (``shared/papers/003_*.txt``: transfers hidden under computation). On CuPy each host frame
+    The issue's video mode, after the streaming structure of Pertsau and Uvarov
+    (``docs/references.md``: transfers hidden under computation). On CuPy each host frame
     is copied into one of two pinned buffers and uploaded on a copy stream (``ndarray.set``
     with ``stream=``), an event marks the upload, the compute stream waits for that event and
     runs ``detect`` on the device copy, and a second event marks when the detection has read the

@@ -1,6 +1,6 @@
 """OpenCV cascade XML -> :class:`Cascade`, a flat array form that every backend evaluates.
 
-Both layouts OpenCV reads are accepted (``/work/shared/opencv-cascade.md``):
+Both layouts OpenCV reads are accepted (``docs/opencv-arithmetic.md``):
 
 - the new format (``opencv-cascade-classifier``, what ``cv2.data.haarcascades`` ships):
   ``cascade/{featureType, width, height, featureParams, stages/_/{stageThreshold,

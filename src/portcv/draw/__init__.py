@@ -1,5 +1,5 @@
-"""The webcam report's visualizers: heat map (section 4), noise map (section 5), text overlay (section 3);
-and the Rice paper's face annotations (section IV.C): box outlines and scaled mask overlays.
+"""The Webcam Streaming & Filters report's visualizers: heat map (section 4), noise map (section 5), text overlay (section 3);
+and Del Vecchio et al.'s face annotations (section IV.C): box outlines and scaled mask overlays.
 
 All are exact on every backend: the heat map's sines become a colour table built once on
 the host, the noise map is integer compares, the text comes from a bitmap glyph atlas

@@ -134,7 +134,7 @@ def boxes(image: Any, boxes: Any, *, color: Any = None, thickness: int = 2, chan
 
     Notes
     -----
-    The Rice paper, section IV.C: "with the returned positions, we can draw a basic rectangle
+    Del Vecchio et al., section IV.C: "with the returned positions, we can draw a basic rectangle
     of the detected facial regions" (its Fig. 24, drawn with OpenCV). Each box is drawn as
     ``cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), color, thickness)`` (``LINE_8``), bit
     for bit; the rule below was measured on OpenCV 4.13 (20,000 random boxes, thickness 1 to
@@ -217,7 +217,7 @@ def _mask_overlay_kernel(xp: Any, image: Any, patch: Any, *, y0: int, x0: int, o
 
 def mask_overlay(image: Any, mask: Any, boxes: Any, *, alpha: int | None = None, key: Any = None,
                  interpolation: str = "bilinear", channel_axis: Any = "auto") -> Any:
-    """Paste a mask image onto every box, scaled to the box (the Rice paper's Daft Punk masks).
+    """Paste a mask image onto every box, scaled to the box (Del Vecchio et al.'s Daft Punk masks).
 
     Parameters
     ----------
@@ -246,7 +246,7 @@ def mask_overlay(image: Any, mask: Any, boxes: Any, *, alpha: int | None = None,
 
     Notes
     -----
-    The Rice paper, section IV.C and Fig. 25: "scale-invariant Daft Punk masks applied to
+    Del Vecchio et al., section IV.C and Fig. 25: "scale-invariant Daft Punk masks applied to
     detected facial regions in real-time". The paper shows the result only, so portcv spells
     out the usual way to do it. Per box: the key colour (if any) becomes alpha 0 on the mask
     as given, the colour + alpha mask is resized to ``w x h`` with

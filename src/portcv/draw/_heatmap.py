@@ -1,5 +1,5 @@
-"""The webcam report's visualizers: heat map (section 4), noise map (section 5), text overlay (section 3);
-and the Rice paper's face annotations (section IV.C): box outlines and scaled mask overlays.
+"""The Webcam Streaming & Filters report's visualizers: heat map (section 4), noise map (section 5), text overlay (section 3);
+and Del Vecchio et al.'s face annotations (section IV.C): box outlines and scaled mask overlays.
 
 All are exact on every backend: the heat map's sines become a colour table built once on
 the host, the noise map is integer compares, the text comes from a bitmap glyph atlas
@@ -91,7 +91,7 @@ def heatmap(previous: Any, current: Any, *, normalizer: int = 765) -> Any:
 
     Notes
     -----
-    The webcam report, section 4 (``getHeatPixel`` and the CUDA kernel of 4.2.1):
+    The Webcam Streaming & Filters report, section 4 (``getHeatPixel`` and the CUDA kernel of 4.2.1):
     ``R = sin(pi x - pi/2)``, ``G = sin(pi x)``, ``B = sin(pi x + pi/2)``, each times 255,
     clamped to [0, 255] and truncated to an integer. The report evaluates the sines per pixel
     (``sin`` on the CPU, ``sinf`` on the GPU, which differ); portcv evaluates them once per

@@ -53,7 +53,7 @@ def noise_map(previous: Any, current: Any, *, threshold: int = 20, background: s
 
     Notes
     -----
-    The webcam report, section 5, ``abs(a - b) > LR_THRESHOLDS`` on any channel. Exact integer
+    The Webcam Streaming & Filters report, section 5, ``abs(a - b) > LR_THRESHOLDS`` on any channel. Exact integer
     compares on every backend. The report's vectorized kernels carry the "changed" flag from
     byte to byte inside a 16-byte chunk, which loses it for pixels straddling two chunks; portcv
     implements the CPU loop's per-pixel rule. :func:`noise_map_from_positions` draws the same map

@@ -120,7 +120,7 @@ def text_overlay(image: Any, text: str, *, origin: tuple[int, int] = (0, 0), sca
 
     Notes
     -----
-    The webcam report renders each character of its alphabet once with OpenCV's ``putText``
+    The Webcam Streaming & Filters report renders each character of its alphabet once with OpenCV's ``putText``
     into a glyph frame, copies the frames to the GPU once, and blits one per character (3.1,
     with 16-byte stores in 3.1.2, constant memory tried in 3.1.3). portcv's atlas is Pillow's
     built-in 6x11 bitmap font, embedded in the package (no font rendering at run time, and the

@@ -1,11 +1,11 @@
-"""Edge detection: the Rice paper's detector (NMS with selective thresholding) and Canny.
+"""Edge detection: Del Vecchio et al.'s detector (NMS with selective thresholding) and Canny.
 
 Images are gray ``(..., H, W)`` uint8 frames (leading axes are a batch); convert colour frames
 with :func:`portcv.color.rgb_to_gray` first. Every step is integer arithmetic, so every backend
 returns the same bits: gradients are OpenCV's Sobel sums, magnitudes are compared squared (or
 rooted with an exact integer square root), gradient sectors are exact integer predicates
 instead of ``atan2``. The paper: Del Vecchio, Lin and Natarajan, "GPU Acceleration of Edge-Based
-Motion Detection and Machine Learning-Aided Facial Recognition with NVIDIA CUDA" (Rice),
+Motion Detection and Machine Learning-Aided Facial Recognition with NVIDIA CUDA",
 section II; ``docs/edges.md`` records every choice made where its pseudocode and listings differ.
 """
 

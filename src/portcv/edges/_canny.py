@@ -85,7 +85,7 @@ def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient
           channel_axis: Any = "auto") -> Any:
     """Canny edges with hysteresis; equals ``cv2.Canny(image, t_low, t_high, ksize, L2gradient=l2gradient)`` bit for bit.
 
-    The standard method the Rice paper compares with (section II-F, Listing 5): Sobel gradients
+    The standard method Del Vecchio et al. compares with (section II-F, Listing 5): Sobel gradients
     (border replicate), non-maximum suppression along one of four directions, a pixel is a
     candidate when its magnitude exceeds ``t_low`` and strong when it exceeds ``t_high``, and the
     edges are the candidates 8-connected to a strong one (hysteresis).

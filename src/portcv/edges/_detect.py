@@ -1,11 +1,11 @@
-"""Edge detection: the Rice paper's detector (NMS with selective thresholding) and Canny.
+"""Edge detection: Del Vecchio et al.'s detector (NMS with selective thresholding) and Canny.
 
 Images are gray ``(..., H, W)`` uint8 frames (leading axes are a batch); convert colour frames
 with :func:`portcv.color.rgb_to_gray` first. Every step is integer arithmetic, so every backend
 returns the same bits: gradients are OpenCV's Sobel sums, magnitudes are compared squared (or
 rooted with an exact integer square root), gradient sectors are exact integer predicates
 instead of ``atan2``. The paper: Del Vecchio, Lin and Natarajan, "GPU Acceleration of Edge-Based
-Motion Detection and Machine Learning-Aided Facial Recognition with NVIDIA CUDA" (Rice),
+Motion Detection and Machine Learning-Aided Facial Recognition with NVIDIA CUDA",
 section II; ``docs/edges.md`` records every choice made where its pseudocode and listings differ.
 """
 
@@ -79,9 +79,9 @@ def detect(
     border: str = "reflect101",
     channel_axis: Any = "auto",
 ) -> Any:
-    """The Rice paper's edge detector: Gaussian, Sobel, NMS with selective thresholding.
+    """Del Vecchio et al.'s edge detector: Gaussian, Sobel, NMS with selective thresholding.
 
-    Section II (Rice), Algorithm 1: the image is low-passed (3x3 binomial by default), its Sobel
+    Section II, Algorithm 1: the image is low-passed (3x3 binomial by default), its Sobel
     gradient ``G = (gx, gy)`` taken, and a pixel with ``||G|| > t_high`` that is a maximum along
     its gradient sector (:func:`direction_sector`; strictly larger than both neighbours in that
     direction) is *accepted*. Every pixel within ``alpha`` of an accepted pixel (its
@@ -141,7 +141,7 @@ def detect(
     shared-memory tile with an ``alpha + 2`` halo: one launch per call.
 
     References: Del Vecchio, Lin and Natarajan, "GPU Acceleration of Edge-Based Motion Detection
-    and Machine Learning-Aided Facial Recognition with NVIDIA CUDA" (Rice), section II-B to II-E,
+    and Machine Learning-Aided Facial Recognition with NVIDIA CUDA", section II-B to II-E,
     Algorithm 1, Listings 3-4; ``docs/edges.md`` lists every pseudocode/listing difference.
 
     Examples

@@ -1,5 +1,5 @@
 // Edge detection kernels (src/portcv/edges/_edges.py is the portable reference of each):
-//   portcv_edges_detect<ALPHA, TILE_H, LISTING, KS>  the Rice paper's Algorithm 1 on a uint8
+//   portcv_edges_detect<ALPHA, TILE_H, LISTING, KS>  Del Vecchio et al.'s Algorithm 1 on a uint8
 //       image: (KS x KS low-pass when KS > 0 ->) Sobel -> m = gx^2 + gy^2 -> sector -> local
 //       maximum -> accepted -> (2 ALPHA + 1)^2 apron *gather* -> uint8 {0, 255}, in one pass
 //       over a shared-memory tile;

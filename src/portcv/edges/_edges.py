@@ -1,6 +1,6 @@
-"""Edge kernels: the Rice paper's NMS + selective thresholding, Canny's NMS and hysteresis.
+"""Edge kernels: Del Vecchio et al.'s NMS + selective thresholding, Canny's NMS and hysteresis.
 
-The paper (Rice, section II-D, Algorithm 1; CUDA Listings 3-4) classifies a pixel by the sector
+The paper (Del Vecchio et al., section II-D, Algorithm 1; CUDA Listings 3-4) classifies a pixel by the sector
 of its gradient angle, keeps it if its magnitude beats both neighbours along that sector and
 exceeds t_h, and then marks every pixel of its (2 alpha + 1)^2 apron whose magnitude exceeds t_l.
 Here everything is exact integer arithmetic:

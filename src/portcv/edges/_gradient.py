@@ -50,7 +50,7 @@ def _gradient_arrays(gx: Any, gy: Any) -> tuple[Any, Any]:
 def gradient(image: Any, *, ksize: int = 3, border: str = "reflect101", channel_axis: Any = "auto") -> tuple[Any, Any]:
     """Sobel gradient ``(gx, gy)`` of gray frames, int16, as ``cv2.Sobel(image, cv2.CV_16S, 1, 0 / 0, 1)``.
 
-    The Rice paper's gradient step (section II-C, eq. 7-8): ``gx`` is the derivative across
+    Del Vecchio et al.'s gradient step (section II-C, eq. 7-8): ``gx`` is the derivative across
     columns, ``gy`` across rows (down), each the exact separable sum of OpenCV's taps (3x3:
     smoothing ``[1, 2, 1]``, derivative ``[-1, 0, 1]``), saturated to int16. This is
     :func:`portcv.filters.gradients` with the last two axes as ``(H, W)`` (no channel axis).
@@ -97,7 +97,7 @@ def gradient(image: Any, *, ksize: int = 3, border: str = "reflect101", channel_
 def magnitude(gx: Any, gy: Any, *, kind: str = "l2") -> Any:
     """Gradient magnitude, int32: ``floor(sqrt(gx^2 + gy^2))`` exactly, or ``|gx| + |gy|``.
 
-    The Rice paper's eq. 5 (``||G|| = sqrt(Gx^2 + Gy^2)``, section II-C) without a float square
+    Del Vecchio et al.'s eq. 5 (``||G|| = sqrt(Gx^2 + Gy^2)``, section II-C) without a float square
     root: the exact integer square root, the same on every backend.
 
     Parameters
@@ -138,7 +138,7 @@ def magnitude(gx: Any, gy: Any, *, kind: str = "l2") -> Any:
 def direction_sector(gx: Any, gy: Any, *, variant: str = "pseudocode") -> Any:
     """The paper's gradient sector of each pixel, by exact integer predicates (no atan2), uint8.
 
-    Section II-D / Algorithm 1 (Rice): with ``theta = atan2(gy, gx)`` (gy pointing down),
+    Section II-D / Algorithm 1: with ``theta = atan2(gy, gx)`` (gy pointing down),
 
     ========================  =============================================  ==================
     code                      angle                                          integer predicate

@@ -1,6 +1,6 @@
 """Neighbourhood filters on uint8 images, exact integer arithmetic on every backend.
 
-Every filter here is a separable integer correlation (the Rice paper's eq. 2-3: one horizontal
+Every filter here is a separable integer correlation (Del Vecchio et al.'s eq. 2-3: one horizontal
 1-D pass, one vertical 1-D pass, O(k) work per pixel instead of O(k^2)) followed by a single
 rounding step, except ``convolve2d`` (and ``gaussian_blur(rule='report')``), the direct 2-D
 form of eq. 1 for kernels that do not factor. Images are ``(..., H, W)`` or ``(..., H, W, C)``;

@@ -1,4 +1,4 @@
-// Direct (non-separable) integer 2-D correlation on uint8 images: the Rice paper's eq. 1 form,
+// Direct (non-separable) integer 2-D correlation on uint8 images: Del Vecchio et al.'s eq. 1 form,
 // KW*KH taps per output, in one pass (load tile + halo into shared memory, all taps, finish,
 // store). Compiled by portcv.backends.cupy with --std=c++17 --fmad=false.
 //

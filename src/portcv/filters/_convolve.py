@@ -1,8 +1,8 @@
 """The direct 2-D filter kernel: a non-separable integer correlation, then one rounding.
 
-The Rice paper's direct form (section II-A, eq. 1): every output sums ``KH * KW`` products, the
+Del Vecchio et al.'s direct form (section II-A, eq. 1): every output sums ``KH * KW`` products, the
 ``O(MNk^2)`` cost its Table I measures against the separable ``O(MNk)`` of Table II. Used for
-kernels that do not factor (user kernels, the webcam report's 2-D Gaussian). The portable
+kernels that do not factor (user kernels, the Webcam Streaming & Filters report's 2-D Gaussian). The portable
 array-API version (NumPy reference, JAX under jit) and its CuPy override, which runs
 ``_convolve.cu``; both finish with ``_separable._finish`` / ``finish()`` of ``common.cuh``.
 """
@@ -102,7 +102,7 @@ def _convolve2d_cupy(
 
 
 # --------------------------------------------------------------------------------------------
-# Direct 2-D filter, the webcam report's mean and Gaussian filters, Sobel gradients
+# Direct 2-D filter, the Webcam Streaming & Filters report's mean and Gaussian filters, Sobel gradients
 # --------------------------------------------------------------------------------------------
 def convolve2d(
     image: Any,
@@ -116,7 +116,7 @@ def convolve2d(
 ) -> Any:
     """Direct 2-D integer filter: ``out = round(sum_j sum_i k[j, i] img[y+j-ay, x+i-ax] / 2**shift)``.
 
-    The Rice paper's direct 2-D form (section II-A, eq. 1), ``O(k^2)`` work per pixel, for
+    Del Vecchio et al.'s direct 2-D form (section II-A, eq. 1), ``O(k^2)`` work per pixel, for
     kernels that do not factor into two 1-D taps (use :func:`sep_filter` for those; the paper's
     Table I vs II compares the two). Products are summed exactly in int32 and one final
     ``(acc + 2**(shift-1)) >> shift`` rounds half up, as in :func:`sep_filter`.

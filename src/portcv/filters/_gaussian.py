@@ -1,4 +1,4 @@
-"""Gaussian taps in OpenCV's Q8 fixed point, the Gaussian blur and the Rice report's Gaussian kernel."""
+"""Gaussian taps in OpenCV's Q8 fixed point, the Gaussian blur and the Gaussian kernel of the Webcam Streaming & Filters report."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def gaussian_taps_q8(ksize: int, sigma: float) -> tuple[int, ...]:
 
     Float taps ``exp(-x^2 / (2 sigma^2))`` normalized to sum 1 (float64), then quantized from the
     outside in with error diffusion and round-half-even; the centre tap takes what is left so the
-    sum is exactly 256 (``../shared/opencv-fixed-point.md``; OpenCV's ``createGaussianKernels``
+    sum is exactly 256 (``docs/opencv-arithmetic.md``; OpenCV's ``createGaussianKernels``
     for CV_8U).
 
     Examples
@@ -68,7 +68,7 @@ def gaussian_blur(
 
     Taps are :func:`gaussian_taps_q8` (Q8, sum 256) in each direction; the image is filtered
     with exact integer sums and rounded once: ``out = (acc + 2**15) >> 16`` (OpenCV's 8-bit
-    fixed-point path, ``../shared/opencv-fixed-point.md``). The Rice paper's low-pass step
+    fixed-point path, ``docs/opencv-arithmetic.md``). Del Vecchio et al.'s low-pass step
     (section II-B).
 
     Parameters
@@ -85,7 +85,7 @@ def gaussian_blur(
     border, border_value, channel_axis
         As in :func:`sep_filter`.
     rule : {'opencv', 'report'}
-        ``'opencv'`` (default): as above. ``'report'``: the webcam report's square 2-D kernel
+        ``'opencv'`` (default): as above. ``'report'``: the Webcam Streaming & Filters report's square 2-D kernel
         (section 6.3, ``gaussian_kernel(sigma, ksize=k, rule='report')``, Q22) applied by the
         direct 2-D filter (:func:`convolve2d`), ``out = (acc + 2**21) >> 22``; ``ksize=0``
         derives ``k = 2 ceil(3 sigma) - 1`` (the report's "6 sigma - 1"); one sigma, square
@@ -122,7 +122,7 @@ def gaussian_blur(
     )
 
 
-#: Rules for Gaussian taps: OpenCV's separable Q8 taps, or the webcam report's 2-D kernel.
+#: Rules for Gaussian taps: OpenCV's separable Q8 taps, or the Webcam Streaming & Filters report's 2-D kernel.
 GAUSSIAN_RULES = ("opencv", "report")
 
 
@@ -131,7 +131,7 @@ REPORT_GAUSSIAN_BITS = 22
 
 
 def gaussian_kernel(sigma: float, *, ksize: int | None = None, rule: str = "opencv") -> np.ndarray:
-    """Integer fixed-point Gaussian taps, by OpenCV's rule (1-D, Q8) or the webcam report's (2-D, Q22).
+    """Integer fixed-point Gaussian taps, by OpenCV's rule (1-D, Q8) or the Webcam Streaming & Filters report's (2-D, Q22).
 
     Parameters
     ----------

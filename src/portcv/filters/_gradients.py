@@ -2,7 +2,7 @@
 
 ``sobel`` itself is a separable filter (``_separable``). ``gradients`` returns both first-order
 derivatives: portably as two separable passes, on CuPy as one pass of ``_gradients.cu`` that
-reads the tile once and writes gx and gy. The Rice paper's gradient step (section II-C).
+reads the tile once and writes gx and gy. Del Vecchio et al.'s gradient step (section II-C).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def sobel(
 ) -> Any:
     """Sobel (or Scharr) derivative, int16, equal bit-for-bit to ``cv2.Sobel(img, cv2.CV_16S, dx, dy, ksize=ksize)``.
 
-    The Rice paper's gradient step (section II-C) with OpenCV's kernels: the separable
+    Del Vecchio et al.'s gradient step (section II-C) with OpenCV's kernels: the separable
     correlation ``out = saturate_int16(sum_j ky[j] sum_i kx[i] img[y+j-ay, x+i-ax])`` with
     ``kx`` the taps of derivative order ``dx`` and ``ky`` those of order ``dy`` (exact int32 sum,
     no scaling, saturated to int16 like ``saturate_cast<short>``).
@@ -178,7 +178,7 @@ def gradients(
 ) -> tuple[Any, Any]:
     """Both first derivatives in one pass: ``(sobel(image, 1, 0), sobel(image, 0, 1))``, int16.
 
-    The Rice paper's gradient step (section II-C): gx across columns, gy across rows, each equal
+    Del Vecchio et al.'s gradient step (section II-C): gx across columns, gy across rows, each equal
     bit-for-bit to ``cv2.Sobel(img, cv2.CV_16S, 1, 0)`` / ``(0, 1)`` with the same ``ksize``.
 
     Parameters

@@ -1,4 +1,4 @@
-// k x k median filter on uint8 images (the webcam report's tiled median, section 6.5), two
+// k x k median filter on uint8 images (the Webcam Streaming & Filters report's tiled median, section 6.5), two
 // kernels, both exact (they only compare and count; no arithmetic on pixel values):
 //
 // * portcv_median_network<K, C>, K = 3, 5: generated min/max circuits (tools/median_networks.py)

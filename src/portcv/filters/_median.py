@@ -1,6 +1,6 @@
 """The median filter kernel: the k x k median of each channel of a uint8 image, exact everywhere.
 
-The webcam report's tiled median filter (section 6.5): every output pixel is the middle value
+The Webcam Streaming & Filters report's tiled median filter (section 6.5): every output pixel is the middle value
 of its sorted k x k window. The portable version (NumPy reference, JAX under jit) finds that
 value by counting instead of sorting: for uint8 data the median of ``N = k*k`` values
 (``N`` odd) is the largest ``v`` with ``#{x < v} <= N // 2``, found bit by bit from the top
@@ -200,7 +200,7 @@ def median_filter(
 ) -> Any:
     """Median filter: each pixel becomes the middle value of its ``ksize`` x ``ksize`` window.
 
-    The webcam report's tiled median filter (section 6.5, "2D CUDA Tiled Median filter"), per
+    The Webcam Streaming & Filters report's tiled median filter (section 6.5, "2D CUDA Tiled Median filter"), per
     channel. With ``N = ksize**2`` window values (``N`` is odd), the output is the value of rank
     ``N // 2`` (0-based) of the sorted window, so it is always one of the input values and
     nothing is rounded. With the default ``border='replicate'`` it equals

@@ -2,7 +2,7 @@
 
 Shared by every filter that is a separable correlation (Gaussian, box, Sobel, user taps): the
 portable array-API version (NumPy reference, JAX under jit) and its CuPy override, which runs
-``_separable.cu``. The Rice paper's separable convolution (section II-A, eq. 2-3).
+``_separable.cu``. Del Vecchio et al.'s separable convolution (section II-A, eq. 2-3).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _finish(xp: Any, acc: Any, finish: tuple) -> Any:
             acc = xp.clip(acc, lo, hi)  # OpenCV's saturate_cast, requested by the caller's dtype
         return xp.astype(acc, getattr(xp, out))
     if mode == "floor_div":
-        # The webcam report's truncating mean: floor(acc / p0), p0 > 0, exact integer division.
+        # The Webcam Streaming & Filters report's truncating mean: floor(acc / p0), p0 > 0, exact integer division.
         lo, hi = OUT_DTYPES[out]
         return xp.astype(xp.clip(acc // p0, lo, hi), getattr(xp, out))
     if mode == "box_multiply":
@@ -167,7 +167,7 @@ def sep_filter(
 ) -> Any:
     """Separable integer filter: ``out = round(sum_j ky[j] sum_i kx[i] img[y+j-ay, x+i-ax] / 2**shift)``.
 
-    The Rice paper's separable convolution (section II-A, eq. 2-3) in exact integer arithmetic:
+    Del Vecchio et al.'s separable convolution (section II-A, eq. 2-3) in exact integer arithmetic:
     the horizontal pass, then the vertical pass, accumulate in int32 without rounding, and one
     final ``(acc + 2**(shift-1)) >> shift`` rounds half up. Taps are correlation taps (not
     flipped), anchored at ``k // 2`` like OpenCV's ``sepFilter2D``.
@@ -255,7 +255,7 @@ def box_blur(
     border_value: int = 0,
     channel_axis: Any = "auto",
 ) -> Any:
-    """Mean (box) filter, equal to ``cv2.blur`` on uint8 images (the webcam report's mean filter).
+    """Mean (box) filter, equal to ``cv2.blur`` on uint8 images (the Webcam Streaming & Filters report's mean filter).
 
     The window sum ``s`` over ``A = kw * kh`` pixels is exact; it is normalized the way OpenCV
     does for 8-bit images: for ``A <= 256``, ``((s + dd) * ds) >> 23`` with ``ds = 2**23 / A``
@@ -293,7 +293,7 @@ def box_blur(
     )
 
 
-#: The mean filter's rounding: the webcam report's truncation, or cv2.blur's arithmetic.
+#: The mean filter's rounding: the Webcam Streaming & Filters report's truncation, or cv2.blur's arithmetic.
 MEAN_ROUNDINGS = ("truncate", "opencv")
 
 
@@ -306,7 +306,7 @@ def mean_filter(
     border_value: int = 0,
     channel_axis: Any = "auto",
 ) -> Any:
-    """The webcam report's k x k mean filter: ``floor(window sum / k**2)``, zero border.
+    """The Webcam Streaming & Filters report's k x k mean filter: ``floor(window sum / k**2)``, zero border.
 
     The report (section 6.2, ``computeMeanKernel`` and its tiled CUDA convolution, section 6.4)
     multiplies every pixel by ``1/(k*k)`` in float, sums, and stores the sum into a ``uint8_t``,

@@ -1,4 +1,4 @@
-"""Edge-based motion detection (the Rice paper, section III), exact on every backend.
+"""Edge-based motion detection (Del Vecchio et al., section III), exact on every backend.
 
 Two frames' edge maps (``portcv.edges.detect``, section II) give a thresholded **difference
 matrix** ``D`` (Algorithm 2: a pixel where one map has an edge and the other not, kept only when

@@ -48,7 +48,7 @@ def _edges(gray: Any, t_low: Any, t_high: Any, alpha: int, ksize: int, sigma: An
 
 
 class MotionDetector:
-    """Real-time motion detection, one frame at a time (the Rice paper, section V-E).
+    """Real-time motion detection, one frame at a time (Del Vecchio et al., section V-E).
 
     Each :meth:`update` computes the new frame's edges (``portcv.edges.detect``), compares them
     with the previous frame's (:func:`difference`), and returns the density counts and motion

@@ -1,4 +1,4 @@
-// Motion detection of the Rice paper (section III): the thresholded difference matrix
+// Motion detection of Del Vecchio et al. (section III): the thresholded difference matrix
 // (Algorithm 2 / Listing 6) and the per-cell counts of the spatial difference density map
 // (Algorithm 3 / Listing 7). Compiled by portcv.backends.cupy with --std=c++17 --fmad=false.
 // portcv/_motion.py holds the portable version of both kernels and their launchers.

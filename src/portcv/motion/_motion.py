@@ -1,4 +1,4 @@
-"""Motion kernels of the Rice paper (section III): the thresholded difference matrix
+"""Motion kernels of Del Vecchio et al. (section III): the thresholded difference matrix
 (Algorithm 2 / Listing 6) and the spatial difference density counts (Algorithm 3 / Listing 7).
 
 The portable versions (NumPy reference, JAX under jit) are cumulative sums and reshapes of 0/1

@@ -1,4 +1,4 @@
-"""Edge-based motion detection (the Rice paper, section III), exact on every backend.
+"""Edge-based motion detection (Del Vecchio et al., section III), exact on every backend.
 
 Two frames' edge maps (``portcv.edges.detect``, section II) give a thresholded **difference
 matrix** ``D`` (Algorithm 2: a pixel where one map has an edge and the other not, kept only when
@@ -201,7 +201,7 @@ def density(d: Any, *, grid: Any = DEFAULT_GRID, variant: str = "pseudocode", sc
     -----
     Listing 7 accumulates ``1000.0 / block_size`` per pixel in doubles from many threads without
     atomics (a race); portcv counts exactly (NumPy: reshapes and strided sums; CUDA: one block
-    reduction per cell). Rice paper, section III-B, Algorithm 3 and Listing 7.
+    reduction per cell). Del Vecchio et al., section III-B, Algorithm 3 and Listing 7.
 
     Examples
     --------

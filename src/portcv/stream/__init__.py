@@ -1,4 +1,4 @@
-"""Frame-delta video streaming over TCP: the webcam report's client and server (section 2).
+"""Frame-delta video streaming over TCP: the Webcam Streaming & Filters report's client and server (section 2).
 
 Three layers:
 

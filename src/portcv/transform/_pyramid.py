@@ -75,7 +75,7 @@ def pyramid(
     ----------
     image : (..., H, W) or (..., H, W, C) uint8 array
     scale : float
-        Ratio between consecutive scales, in (1, 10] (OpenCV's ``scaleFactor``; the MCT thesis
+        Ratio between consecutive scales, in (1, 10] (OpenCV's ``scaleFactor``; Tek's thesis
         uses 1.15).
     min_size : int or (int, int)
         The detector's window ``(width, height)`` (OpenCV's original window size, e.g. the 24x24
@@ -103,7 +103,7 @@ def pyramid(
     ``FeatureEvaluator::updateScaleData`` (``modules/objdetect/src/cascadedetect.cpp``):
     ``factor = 1.0; while rint(win * factor) fits the image: keep float32(factor); factor *=
     scale``; level size ``rint(float32(W) / factor) x rint(float32(H) / factor)``; each level
-    ``resize(image, size, INTER_LINEAR_EXACT)``. No per-pixel float arithmetic. The MCT thesis
+    ``resize(image, size, INTER_LINEAR_EXACT)``. No per-pixel float arithmetic. Tek's thesis
     (section 3.1.1) builds the same kind of pyramid and packs it into one image; see
     :func:`pack_pyramid`.
 
@@ -156,7 +156,7 @@ def pack_pyramid(
 ) -> Any:
     """Pack pyramid levels into one image, so a single launch can scan every level.
 
-    The MCT thesis (section 3.1.1, Figure 3.1) stores the whole pyramid as one large image so
+    Tek's thesis (section 3.1.1, Figure 3.1) stores the whole pyramid as one large image so
     that the detector scans all scales with one grid of windows; empty regions cost a few more
     windows (20 % more in its measurements) but make the scan simple. portcv places the levels
     the way OpenCV's cascade detector lays out its per-level integral images

@@ -1,4 +1,4 @@
-"""Video files in and out, and the real-time motion pipeline of the Rice paper (section V-E).
+"""Video files in and out, and the real-time motion pipeline of Del Vecchio et al. (section V-E).
 
 Frames are read and written with imageio's PyAV plugin (``pip install 'portcv[io]'``); imageio
 and PyAV are imported only when a file is opened. :func:`run_motion` feeds frames one at a time

@@ -11,7 +11,7 @@ import numpy as np
 
 
 def fps_statistics(seconds: Iterable[float]) -> dict[str, float]:
-    """The Rice paper's Table VII statistics of per-frame-pair processing times.
+    """Del Vecchio et al.'s Table VII statistics of per-frame-pair processing times.
 
     Each pair's frame rate is ``1 / seconds``; the result holds the ``average`` (mean of those
     rates), ``median``, ``min``, ``max`` and ``std`` (population standard deviation) of the

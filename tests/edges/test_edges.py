@@ -325,7 +325,7 @@ G16 = np.zeros((6, 7), np.int16)
         (lambda: edges.detect(GRAY, 1, 2, ksize=4), ValueError, "ksize must be odd"),
         (lambda: edges.detect(GRAY, 1, 2, ksize=0), ValueError, "ksize must be in"),
         (lambda: edges.detect(GRAY, 1, 2, ksize=33), ValueError, "ksize must be in"),
-        (lambda: edges.detect(GRAY, 1, 2, sigma=-1.0), ValueError, "sigma must be > 0"),
+        (lambda: edges.detect(GRAY, 1, 2, sigma=-1.0), ValueError, "sigma must be >= 0"),
         (lambda: edges.detect(GRAY, 1, 2, sigma=float("nan")), ValueError, "sigma must be finite"),
         (lambda: edges.detect(GRAY, 1, 2, variant="cuda"), ValueError, "variant must be one of"),
         (lambda: edges.detect(GRAY, 1, 2, border="wrap"), ValueError, "border must be one of"),

@@ -144,12 +144,12 @@ GRAY = np.zeros((6, 7), np.uint8)
         (lambda: filters.gaussian_blur(GRAY, ksize=-3, sigma=1), ValueError, "ksize"),
         (lambda: filters.gaussian_blur(GRAY, ksize=33, sigma=1), ValueError, "ksize"),
         (lambda: filters.gaussian_blur(GRAY, ksize=3.0, sigma=1), TypeError, "ksize"),
-        (lambda: filters.gaussian_blur(GRAY, sigma=0), ValueError, "sigma must be > 0"),
-        (lambda: filters.gaussian_blur(GRAY, sigma=-1), ValueError, "sigma must be > 0"),
+        (lambda: filters.gaussian_blur(GRAY, sigma=0), ValueError, "ksize must be given"),  # sigma 0: from ksize
+        (lambda: filters.gaussian_blur(GRAY, sigma=-1), ValueError, "sigma must be >= 0"),
         (lambda: filters.gaussian_blur(GRAY, sigma=float("nan")), ValueError, "sigma must be finite"),
         (lambda: filters.gaussian_blur(GRAY, sigma=float("inf")), ValueError, "sigma must be finite"),
         (lambda: filters.gaussian_blur(GRAY, sigma=10.5), ValueError, "sigma"),
-        (lambda: filters.gaussian_blur(GRAY, sigma=1, sigma_y=0), ValueError, "sigma_y"),
+        (lambda: filters.gaussian_blur(GRAY, sigma=1, sigma_y=-1), ValueError, "sigma_y"),
         (lambda: filters.gaussian_blur(GRAY, sigma="1"), TypeError, "sigma"),
         (lambda: filters.gaussian_blur(GRAY, sigma=1, border="wrap"), ValueError, "border"),
         (lambda: filters.gaussian_blur(GRAY, sigma=1, border="constant", border_value=256), ValueError, "border_value"),
@@ -173,3 +173,34 @@ GRAY = np.zeros((6, 7), np.uint8)
 def test_filters_reject_bad_input(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+@pytest.mark.parametrize("shape", [(37, 41), (23, 30, 3), (1, 41), (37, 1, 3)])
+def test_gaussian_blur_sigma_0_is_opencvs_default(shape):
+    """cv2.GaussianBlur(img, (k, k), 0), OpenCV users' most common call: fixed tables up to 9,
+    sigma from ksize beyond; also rectangular kernels and sigma_y=0 meaning sigma."""
+    img = np.random.default_rng(len(shape)).integers(0, 256, shape, dtype=np.uint8)
+    for k in range(1, 32, 2):
+        assert_same_bits(cv2.GaussianBlur(img, (k, k), 0), filters.gaussian_blur(img, ksize=k))
+    for kw, kh in [(3, 7), (11, 1), (1, 5)]:
+        assert_same_bits(cv2.GaussianBlur(img, (kw, kh), 0), filters.gaussian_blur(img, ksize=(kw, kh), sigma=0))
+    assert_same_bits(cv2.GaussianBlur(img, (5, 9), 1.5, sigmaY=0),
+                     filters.gaussian_blur(img, ksize=(5, 9), sigma=1.5, sigma_y=0))
+
+
+def test_gaussian_blur_sigma_0_same_bits_on_every_backend(backend):
+    img = np.random.default_rng(3).integers(0, 256, (2, 29, 33, 3), dtype=np.uint8)
+    for k in (3, 9, 13):
+        matches_numpy(backend, filters.gaussian_blur, img, ksize=k)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "ksize must be given"),
+    ({"ksize": 0, "sigma": 0}, "ksize must be given"),
+    ({"ksize": 3, "sigma": -1}, "sigma must be >= 0"),
+    ({"ksize": 3, "sigma": 1, "sigma_y": -1}, "sigma_y must be >= 0"),
+    ({"ksize": 3, "sigma": 0, "rule": "report"}, "sigma must be > 0 for rule='report'"),
+])
+def test_gaussian_blur_sigma_0_needs_a_kernel_size(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        filters.gaussian_blur(np.zeros((8, 8), np.uint8), **kwargs)

@@ -11,10 +11,10 @@ section II; ``docs/edges.md`` records every choice made where its pseudocode and
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 from .. import _border, _validate
+from ..filters._gaussian import sigma0_gaussian_taps
 from ..filters._separable import MAX_TAPS, separable_filter_kernel
 from ._edges import LOW_PASS_FINISH, MAX_ALPHA, VARIANTS, detect_kernel
 from ._gradient import _floor_square, _threshold
@@ -22,26 +22,6 @@ from ._gradient import _floor_square, _threshold
 # --------------------------------------------------------------------------------------------
 # The paper's detector
 # --------------------------------------------------------------------------------------------
-#: OpenCV's fixed 8-bit Gaussian taps for sigma <= 0 (Q8, sum 256): cv2.GaussianBlur(img, (k, k), 0).
-_SMALL_GAUSSIAN_Q8 = {
-    1: (256,),
-    3: (64, 128, 64),
-    5: (16, 64, 96, 64, 16),
-    7: (8, 28, 56, 72, 56, 28, 8),
-    9: (4, 13, 30, 51, 60, 51, 30, 13, 4),
-}
-
-
-def _default_gaussian_taps(ksize: int) -> tuple[int, ...]:
-    """OpenCV's taps for ``sigma = 0``: the fixed tables, else ``sigma = fma(k, 0.15, 0.35)``."""
-    if ksize in _SMALL_GAUSSIAN_Q8:
-        return _SMALL_GAUSSIAN_Q8[ksize]
-    from ..filters._gaussian import q8_gaussian_taps
-
-    # OpenCV evaluates 0.3 * ((k - 1) * 0.5 - 1) + 0.8 as one fused multiply-add of k * 0.15 + 0.35;
-    # float(Fraction) rounds the exact value once, as the FMA does.
-    sigma = float(Fraction(ksize) * Fraction(0.15) + Fraction(0.35))
-    return q8_gaussian_taps(ksize, sigma)
 
 
 def _low_pass_taps(ksize: Any) -> tuple[int, ...]:
@@ -50,7 +30,7 @@ def _low_pass_taps(ksize: Any) -> tuple[int, ...]:
     ksize = _validate.integer(ksize, "ksize", low=1, high=MAX_TAPS)
     if ksize % 2 == 0:
         raise ValueError(f"ksize must be odd, got {ksize}")
-    return () if ksize == 1 else _default_gaussian_taps(ksize)
+    return () if ksize == 1 else sigma0_gaussian_taps(ksize)
 
 
 def _low_pass(img: Any, ksize: Any, sigma: Any, border: str) -> Any:

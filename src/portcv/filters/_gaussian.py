@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,26 @@ def q8_gaussian_taps(ksize: int, sigma: float) -> tuple[int, ...]:
     return tuple(q + [centre] + q[::-1])
 
 
+#: OpenCV's fixed 8-bit Gaussian taps for sigma <= 0 (Q8, sum 256): cv2.GaussianBlur(img, (k, k), 0).
+SMALL_GAUSSIAN_Q8 = {
+    1: (256,),
+    3: (64, 128, 64),
+    5: (16, 64, 96, 64, 16),
+    7: (8, 28, 56, 72, 56, 28, 8),
+    9: (4, 13, 30, 51, 60, 51, 30, 13, 4),
+}
+
+
+def sigma0_gaussian_taps(ksize: int) -> tuple[int, ...]:
+    """OpenCV's taps for ``sigma = 0``: the fixed tables, else ``sigma = fma(k, 0.15, 0.35)``."""
+    if ksize in SMALL_GAUSSIAN_Q8:
+        return SMALL_GAUSSIAN_Q8[ksize]
+    # OpenCV evaluates 0.3 * ((k - 1) * 0.5 - 1) + 0.8 as one fused multiply-add of k * 0.15 + 0.35;
+    # float(Fraction) rounds the exact value once, as the FMA does.
+    sigma = float(Fraction(ksize) * Fraction(0.15) + Fraction(0.35))
+    return q8_gaussian_taps(ksize, sigma)
+
+
 def _gaussian_ksize(ksize: int, sigma: float) -> int:
     """OpenCV's rule for ``ksize = 0`` on 8-bit images: ``cvRound(sigma * 6 + 1) | 1``."""
     return ksize if ksize > 0 else int(round(sigma * 6 + 1)) | 1
@@ -56,7 +77,7 @@ def _gaussian_ksize(ksize: int, sigma: float) -> int:
 def gaussian_blur(
     image: Any,
     *,
-    sigma: float,
+    sigma: float = 0,
     ksize: Any = 0,
     sigma_y: float | None = None,
     border: str = "reflect101",
@@ -75,13 +96,16 @@ def gaussian_blur(
     ----------
     image : (..., H, W) or (..., H, W, C) uint8 array
     sigma : float
-        Standard deviation in x, in (0, 10].
+        Standard deviation in x, in [0, 10]. ``0`` (default) means what it means to
+        ``cv2.GaussianBlur(img, (k, k), 0)``: the taps follow from the kernel size (OpenCV's
+        fixed tables for k <= 9, otherwise ``sigma = 0.3 ((k - 1) / 2 - 1) + 0.8``), so
+        ``ksize`` must then be given.
     ksize : int or (int, int)
         Odd kernel width (and height) up to 31, or 0 to derive it from sigma as OpenCV does
         (``round(6 sigma + 1) | 1``). A 1-row (1-column) image uses size 1 in that direction
         unless ``border='constant'``, as OpenCV does.
     sigma_y : float, optional
-        Standard deviation in y; defaults to ``sigma``.
+        Standard deviation in y; defaults to ``sigma`` (as does ``0`` when ``sigma > 0``, like OpenCV).
     border, border_value, channel_axis
         As in :func:`sep_filter`.
     rule : {'opencv', 'report'}
@@ -102,11 +126,22 @@ def gaussian_blur(
            [14, 32, 14]], dtype=uint8)
     """
     img = _validate.image(image)
-    sigma = _validate.real(sigma, "sigma", positive=True, high=10.0)
-    sigma_y = sigma if sigma_y is None else _validate.real(sigma_y, "sigma_y", positive=True, high=10.0)
+    sigma = _validate.real(sigma, "sigma", high=10.0)
+    if sigma < 0:
+        raise ValueError(f"sigma must be >= 0 (0: from ksize, as OpenCV), got {sigma}")
+    sigma_y = sigma if sigma_y is None else _validate.real(sigma_y, "sigma_y", high=10.0)
+    if sigma_y < 0:
+        raise ValueError(f"sigma_y must be >= 0, got {sigma_y}")
+    if sigma_y == 0:
+        sigma_y = sigma  # OpenCV: sigmaY <= 0 takes sigmaX
     kw, kh = _validate.kernel_size(ksize, "ksize", odd=True, low=0, high=MAX_TAPS)
     if _validate.choice(rule, "rule", GAUSSIAN_RULES) == "report":
+        if sigma == 0:
+            raise ValueError("sigma must be > 0 for rule='report'")
         return _gaussian_blur_report(img, sigma, sigma_y, kw, kh, border, border_value, channel_axis)
+    if (sigma == 0 and kw == 0) or (sigma_y == 0 and kh == 0):
+        raise ValueError(f"ksize must be given (odd, >= 1) when sigma is 0, got ksize={ksize!r}: "
+                         "the taps then follow from the kernel size, as in cv2.GaussianBlur(img, (k, k), 0)")
     kw, kh = _gaussian_ksize(kw, sigma), _gaussian_ksize(kh, sigma_y)
     if kw > MAX_TAPS or kh > MAX_TAPS:
         raise ValueError(f"sigma: the derived kernel size ({kw}, {kh}) exceeds {MAX_TAPS}; pass a smaller sigma or ksize")
@@ -115,7 +150,8 @@ def gaussian_blur(
     height, width = img.shape[-3:-1] if has_channels else img.shape[-2:]
     if border != "constant":  # OpenCV shrinks the kernel of a 1-pixel axis, except for constant borders
         kw, kh = (1 if width == 1 else kw), (1 if height == 1 else kh)
-    kx, ky = q8_gaussian_taps(kw, sigma), q8_gaussian_taps(kh, sigma_y)
+    kx = sigma0_gaussian_taps(kw) if sigma == 0 else q8_gaussian_taps(kw, sigma)
+    ky = sigma0_gaussian_taps(kh) if sigma_y == 0 else q8_gaussian_taps(kh, sigma_y)
     return separable_filter_kernel(
         img, kx=kx, ky=ky, has_channels=has_channels, border=border, border_value=border_value,
         finish=("shift", 16, 0, "uint8"),

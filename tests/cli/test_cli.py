@@ -68,3 +68,13 @@ def test_every_option_has_a_help_line_with_its_default():
         if not action.help or (not flag and "default" not in action.help):
             missing.append(f"{prog} {action.option_strings[0]}")
     assert not missing, missing
+
+
+def test_motion_command_says_how_many_cells_moved(capsys):
+    """It used to print only timings, so a run that found nothing looked like a run that worked."""
+    assert cli.main(["motion", "synthetic", "--frames", "4", "--no-progress", "--backend", "numpy"]) == 0
+    out = capsys.readouterr().out
+    assert "motion cells per frame pair (of 60):" in out and "motion in 3 of 3 frame pairs" in out
+    assert cli.main(["motion", "synthetic", "--frames", "3", "--size", "160x120", "--no-progress",
+                     "--t-low", "5000", "--t-high", "6000"]) == 0
+    assert "no motion detected in any of the 2 frame pairs" in capsys.readouterr().out

@@ -102,10 +102,15 @@ def _motion_command(args: Any) -> int:
     thickness = _validate.integer(args.thickness, "--thickness", low=1, high=64)
 
     rows = []
+    cells: list[int] = []  # motion cells of each frame pair (first backend: all backends agree bit for bit)
     for k, name in enumerate(names):
         writer = VideoWriter(args.out, fps=fps) if args.out is not None and k == 0 else None
 
-        def keep(frame: np.ndarray, result: Any) -> None:
+        def keep(frame: np.ndarray, result: Any, writer: Any = writer, count: bool = k == 0) -> None:
+            if result is not None and count:
+                cells.append(int(np.count_nonzero(portcv.to_numpy(result.regions))))
+            if writer is None:
+                return
             if result is not None:
                 with portcv.using("numpy"):
                     frame = portcv.motion.draw_regions(frame, result.regions, variant=args.variant, thickness=thickness)
@@ -113,7 +118,7 @@ def _motion_command(args: Any) -> int:
 
         frames = with_progress(source(), total=total, desc=f"motion [{name}]", enabled=not args.no_progress)
         try:
-            times = run_motion(frames, backend=name, detector=detector, on_result=keep if writer else None)
+            times = run_motion(frames, backend=name, detector=detector, on_result=keep)
         except BaseException:
             if writer is not None:
                 writer._abandon()
@@ -127,9 +132,25 @@ def _motion_command(args: Any) -> int:
         rows.append((name, portcv.backends.get(name).device, stats))
 
     print(f"portcv motion: {label}; beta={args.beta}, grid={args.grid[0]}x{args.grid[1]}, gamma={args.gamma}, "
-          f"variant={args.variant}; FPS per frame pair (Del Vecchio et al.'s Table VII)")
+          f"variant={args.variant}")
+    print(motion_summary(cells, args.grid))
+    print("FPS per frame pair (Del Vecchio et al.'s Table VII):")
     print_table(("backend", "device", "pairs", "average", "median", "min", "max", "std"), [
         (name, device, str(s["pairs"])) + tuple(f"{s[key]:.2f}" for key in ("average", "median", "min", "max", "std"))
         for name, device, s in rows
     ])
     return 0
+
+
+def motion_summary(cells: list[int], grid: tuple[int, int], shown: int = 60) -> str:
+    """Motion cells per frame pair and a summary line, so that a run that found nothing says so."""
+    total = grid[0] * grid[1]
+    per_pair = " ".join(map(str, cells[:shown])) + (f" ... ({len(cells) - shown} more)" if len(cells) > shown else "")
+    moving = sum(1 for c in cells if c)
+    lines = [f"motion cells per frame pair (of {total}): {per_pair}"]
+    if moving:
+        lines.append(f"motion in {moving} of {len(cells)} frame pairs, at most {max(cells)} cells")
+    else:
+        lines.append(f"no motion detected in any of the {len(cells)} frame pairs; for a real video try lower "
+                     "--t-low/--t-high (edge thresholds), a smaller --gamma or a larger --beta")
+    return "\n".join(lines)

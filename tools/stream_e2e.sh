@@ -10,7 +10,7 @@ for backend in ${backends//,/ }; do
   for size in 640x480 1920x1080; do
     for enc in raw compact; do
       port=$((port + 1))
-      python3 -m portcv stream serve --backend "$backend" --frames "$frames" --size "$size" --encoding "$enc" \
+      python3 -m portcv stream serve --fps 0 --backend "$backend" --frames "$frames" --size "$size" --encoding "$enc" \
         --quiet --port "$port" > /tmp/stream_serve.txt 2>&1 &
       server=$!
       for _ in $(seq 50); do grep -q listening /tmp/stream_serve.txt 2>/dev/null && break; sleep 0.2; done

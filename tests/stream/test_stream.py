@@ -518,3 +518,23 @@ def test_cli_serve_and_view(tmp_path):
     assert view.returncode == 0, view.stdout + view.stderr
     assert "25 frames" in view.stdout and "saved" in view.stdout, view.stdout
     assert "listening" in out and "25 frames" in out, out
+    assert "30 fps); waiting for a client" in out, out  # a synthetic source is paced like a camera
+
+
+def test_server_says_when_the_last_client_left():
+    """With no client left the source goes on (paced); the log says it waits for a client."""
+    import asyncio
+
+    lines = []
+    server = stream.StreamServer(stream.synthetic_source(24, 32, frames=40), port=0, fps=200.0, log=lines.append)
+
+    async def main():
+        port = await server.start()
+        client = stream.StreamClient(port=port, frames=3)
+        task = asyncio.create_task(server.run())
+        await asyncio.wait_for(client.run(), 20)
+        await asyncio.wait_for(task, 20)
+
+    asyncio.run(main())
+    assert any("no client connected; the source goes on (at 200 fps), waiting for a client" in line
+               for line in lines), lines

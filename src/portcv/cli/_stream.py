@@ -50,18 +50,20 @@ def _source(spec: str, size: tuple[int, int], frames: int | None, seed: int) -> 
 
 
 def _serve_command(args: Any) -> int:
-    source, _ = _source(args.source, args.size, args.frames or None, args.seed)
+    source, source_fps = _source(args.source, args.size, args.frames or None, args.seed)
+    fps = source_fps if args.fps is None else args.fps  # paced like the source unless told otherwise
     log = (lambda msg: print(msg, flush=True)) if not args.quiet else None
     server = StreamServer(
         source, host=args.host, port=args.port, backend=args.backend, threshold=args.threshold,
         encoding=args.encoding, keyframe_interval=args.keyframe_interval,
-        prefilter=_prefilter(args.prefilter, args.backend), fps=args.fps, log=log,
+        prefilter=_prefilter(args.prefilter, args.backend), fps=fps, log=log,
     )
 
     async def main() -> None:
         port = await server.start()
         print(f"serve: listening on {args.host}:{port} (backend {server.encoder.backend_name}, threshold "
-              f"{args.threshold}, {args.encoding}); waiting for a client", flush=True)
+              f"{args.threshold}, {args.encoding}, {f'{fps:g} fps' if fps > 0 else 'unpaced'}); "
+              "waiting for a client", flush=True)
         await server.run()
 
     try:
@@ -120,7 +122,8 @@ def _add_stream_command(sub: Any) -> None:
     s.add_argument("--prefilter", default=None, help="denoise before encoding: gaussian:K or mean:K (default: none)")
     s.add_argument("--encoding", default="compact", choices=tuple(ENCODINGS), help="payload encoding (default compact)")
     s.add_argument("--keyframe-interval", type=int, default=300, help="a keyframe every N frames (default 300)")
-    s.add_argument("--fps", type=float, default=0.0, help="pace the source at this rate (default 0: as fast as possible)")
+    s.add_argument("--fps", type=float, default=None,
+                   help="pace the source at this rate, 0 for as fast as possible (default: the source's, 30 for synthetic)")
     s.add_argument("--frames", type=int, default=0, help="stop after N frames (default 0: the whole source; synthetic never ends)")
     s.add_argument("--size", type=parse_size, default=(640, 480), help="synthetic frame size WIDTHxHEIGHT (default 640x480)")
     s.add_argument("--seed", type=int, default=0, help="seed of the synthetic source (default 0)")

@@ -342,6 +342,9 @@ class StreamServer:
             await asyncio.gather(sender, return_exceptions=True)
             self.clients.pop(cid, None)
             self.log(f"serve: client {cid} left ({c.sent_packets} packets sent, {c.lag_keyframes} lag keyframes)")
+            if not self.clients:
+                pace = f"at {self.fps:g} fps" if self.fps > 0 else "unpaced"
+                self.log(f"serve: no client connected; the source goes on ({pace}), waiting for a client")
 
     async def _send(self, c: _Client) -> None:
         try:

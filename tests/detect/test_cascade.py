@@ -649,3 +649,38 @@ def test_small_images_give_empty_results_like_cv2(small_det):
         assert boxes.shape == (0, 4) and n.shape == (0,)
         cv_kwargs = {"minSize": kwargs.get("min_size", (0, 0)), "maxSize": kwargs.get("max_size", (0, 0))}
         assert len(cc.detectMultiScale(img, **cv_kwargs)) == 0
+
+
+@pytest.fixture(scope="module")
+def lfw_mosaic() -> np.ndarray:
+    """36 faces of scikit-image's lfw_subset as uint8, each repeated 2x, tiled 6 x 6 into 300 x 300."""
+    faces = np.rint(skdata.lfw_subset()[:36] * 255).astype(np.uint8)
+    tiles = [np.repeat(np.repeat(f, 2, axis=0), 2, axis=1) for f in faces]
+    return np.vstack([np.hstack(tiles[r * 6 : (r + 1) * 6]) for r in range(6)])
+
+
+@pytest.mark.parametrize("name", ["haarcascade_frontalface_default.xml", "lbp"])
+@pytest.mark.parametrize("min_size", [(0, 0), (30, 30), (40, 40), (55, 55), (40, 70)])
+def test_min_size_keeps_opencvs_scanned_rows(lfw_mosaic, lbp_fixed_path, name, min_size):
+    """min_size drops the first levels, and with them changes OpenCV's stripe count (the first
+    kept level's window positions per row / 32): a level's last window row is scanned only when
+    it falls inside a stripe. portcv used to scan it always (4 extra raw windows on the 47-px
+    level of this mosaic with min_size=(40, 40))."""
+    path = cascade_path(name, lbp_fixed_path)
+    ref = cv2.CascadeClassifier(path).detectMultiScale(lfw_mosaic, scaleFactor=1.1, minNeighbors=0, minSize=min_size)
+    # NumPy: the other backends equal it bit for bit (the same grid of windows; tests above)
+    got, _ = CascadeDetector(load_cascade(path)).detect(lfw_mosaic, scale_factor=1.1, min_neighbors=0, min_size=min_size)
+    as_set = lambda r: sorted(map(tuple, np.asarray(r).reshape(-1, 4).tolist()))  # noqa: E731
+    assert as_set(ref) == as_set(got)
+
+
+def test_scanned_rows_follow_opencvs_stripes():
+    from portcv.detect._detector import scanned_rows
+
+    # 24-px window on a 47-px level, step 2: 24 positions, 12 rows; 4 stripes of 3 rows: all 12
+    assert scanned_rows(47, 24, 2, 4) == 12
+    # 25 positions (odd): row y = 24 exists but falls outside 4 stripes of 6 rows (12 % 4 == 0)
+    assert scanned_rows(48, 24, 2, 4) == 12
+    assert scanned_rows(48, 24, 2, 5) == 13  # 5 stripes of 6 rows cover it
+    assert scanned_rows(48, 24, 1, 4) == 25  # step 1: every position is a stripe row
+    assert scanned_rows(23, 24, 2, 4) == 0

@@ -91,16 +91,35 @@ def load(path_or_name: Any) -> Cascade:
 # --------------------------------------------------------------------------------------------
 # Scan geometry (host, cached per image size and parameters)
 # --------------------------------------------------------------------------------------------
+def scanned_rows(level_height: int, window_height: int, step: int, stripes: int) -> int:
+    """How many window rows (``y = 0, step, ...``) OpenCV scans on a level.
+
+    ``detectMultiScale`` splits each level's ``h - H + 1`` window positions into ``stripes``
+    horizontal stripes of ``max(ceil(n / stripes), 1) * step`` rows, ``n = (h - H + 1) // step``,
+    and scans ``y < min(stripes * stripe, h - H + 1)``. When ``stripes`` divides ``n`` and
+    ``h - H + 1`` is not a multiple of ``step``, the last possible row (``y = n * step``) falls
+    outside every stripe and is not scanned. ``stripes`` is ``ceil((w0 - W + 1) / 32)`` of the
+    *first kept* level, so ``min_size`` (which drops the first levels) changes which rows exist.
+    """
+    positions = max(level_height - window_height + 1, 0)
+    n = positions // step
+    stripe = max((n + stripes - 1) // stripes, 1) * step
+    limit = min(stripes * stripe, positions)
+    return (limit + step - 1) // step
+
+
 class ScanGrid:
     """Every window of every level on its step grid, as flat offsets into the packed integrals."""
 
     def __init__(self, levels: tuple, placements: tuple, window: tuple[int, int], stride: int) -> None:
         W, H = window
         offs, row_end, level_id, xs, ys = [], [], [], [], []
+        # OpenCV's stripe count comes from the first kept level's window positions per row.
+        stripes = max(-(-(placements[0][2] - W + 1) // 32), 1) if placements else 1
         for li, ((factor, _), (px, py, w, h)) in enumerate(zip(levels, placements)):
             step = 1 if factor >= 2 else 2
             gx = np.arange(0, w - W + 1, step, dtype=np.int64)
-            gy = np.arange(0, h - H + 1, step, dtype=np.int64)
+            gy = np.arange(0, scanned_rows(h, H, step, stripes) * step, step, dtype=np.int64)
             if gx.size == 0 or gy.size == 0:
                 continue
             yy, xx = np.meshgrid(gy, gx, indexing="ij")

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 import portcv
-from portcv.transform import _pyramid_plan
+from portcv.transform._pyramid import pyramid_plan
 
 from ._common import (
     BACKENDS,
@@ -170,7 +170,7 @@ def pyramid_fn(backend: str, scale: float = 1.1, window: tuple = (24, 24)) -> Ca
         def levels(img):
             h, w = img.shape
             return [cv2.resize(img, wh, interpolation=cv2.INTER_LINEAR_EXACT)
-                    for _, wh in _pyramid_plan(w, h, scale, window)]
+                    for _, wh in pyramid_plan(w, h, scale, window)]
 
         return levels
     return functools.partial(portcv.transform.pyramid, scale=scale, min_size=window)

@@ -1,12 +1,5 @@
-"""Edge detection: Del Vecchio et al.'s detector (NMS with selective thresholding) and Canny.
-
-Images are gray ``(..., H, W)`` uint8 frames (leading axes are a batch); convert colour frames
-with :func:`portcv.color.rgb_to_gray` first. Every step is integer arithmetic, so every backend
-returns the same bits: gradients are OpenCV's Sobel sums, magnitudes are compared squared (or
-rooted with an exact integer square root), gradient sectors are exact integer predicates
-instead of ``atan2``. The paper: Del Vecchio, Lin and Natarajan, "GPU Acceleration of Edge-Based
-Motion Detection and Machine Learning-Aided Facial Recognition with NVIDIA CUDA",
-section II; ``docs/edges.md`` records every choice made where its pseudocode and listings differ.
+"""Del Vecchio et al.'s edge detector (Algorithm 1): low-pass, Sobel, non-maximum suppression with
+selective thresholding; the public ``detect`` over the fused kernel of ``_edges.py``.
 """
 
 from __future__ import annotations

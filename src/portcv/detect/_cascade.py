@@ -357,6 +357,47 @@ def _plan_evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: 
 # --------------------------------------------------------------------------------------------
 # Skip rule + compaction
 # --------------------------------------------------------------------------------------------
+#: Windows per block when JAX evaluates on the CPU: the portable evaluation's intermediates are
+#: (corners x windows x trees), several GB for a whole frame's windows at once (12 GB for a
+#: 512 x 512 frame), so there ``lax.map`` runs it block after block (one compiled body).
+CPU_BLOCK = 2048
+
+
+def _jax_blocked(windows: Any, evaluate: Any) -> Any:
+    """``evaluate(windows)`` (int32 status per window) in blocks of :data:`CPU_BLOCK` windows on
+    JAX's CPU, all at once on its GPU; the same bits either way (each window is independent)."""
+    import jax
+    import jax.numpy as jnp
+
+    k = windows.shape[0]
+    if jax.devices()[0].platform != "cpu" or k <= CPU_BLOCK:
+        return evaluate(windows)
+    n = -(-k // CPU_BLOCK)
+    padded = jnp.concatenate([windows, jnp.zeros(n * CPU_BLOCK - k, windows.dtype)])  # window 0: a valid offset
+    status = jax.lax.map(evaluate, jnp.reshape(padded, (n, CPU_BLOCK)))
+    return jnp.reshape(status, (-1,))[:k]
+
+
+@evaluate_kernel.override("jax", supports="every input (on the CPU in blocks of windows)")
+def _evaluate_jax(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any, **params: Any) -> Any:
+    from ..backends import backend
+
+    xp = backend().xp
+    return _jax_blocked(windows, lambda w: evaluate_kernel.portable(xp, sums, sqsums, tilt, w, *arrays, **params))
+
+
+@plan_evaluate_kernel.override("jax", supports="every input (on the CPU in blocks of windows)")
+def _plan_evaluate_jax(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any, *arrays: Any,
+                       **params: Any) -> Any:
+    from ..backends import backend
+
+    xp = backend().xp
+    status = _jax_blocked(xp.take(windows, plan),
+                          lambda w: evaluate_kernel.portable(xp, sums, sqsums, tilt, w, *arrays, **params))
+    live = xp.arange(plan.shape[0], dtype=xp.int32) < count
+    return xp.where(live, status, xp.asarray(0, dtype=xp.int32))
+
+
 @kernel("cascade_compact")
 def compact_kernel(xp: Any, status: Any, row_end: Any, *, capacity: int) -> Any:
     """``(plan, count)``: ascending indices of the *visited* windows with ``status == 1``.

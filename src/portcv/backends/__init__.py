@@ -270,7 +270,7 @@ def to_numpy(array: Any) -> np.ndarray:
             out = np.asarray(array)
         except ValueError as exc:  # ragged nested lists
             raise ValueError(f"cannot make an array of a ragged {type(array).__name__} ({exc})") from None
-        if out.dtype.kind in "OUSV" or out.dtype.kind == "M":  # None, strings, arbitrary objects
+        if out.dtype.kind in "OUSVM":  # None, strings, arbitrary objects, dates
             raise TypeError(f"expected an array (NumPy, CuPy, JAX) or numbers, got {type(array).__name__}"
                             + (f" of dtype {out.dtype}" if isinstance(array, (list, tuple)) else ""))
         return out

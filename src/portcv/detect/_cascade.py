@@ -392,8 +392,7 @@ def _plan_evaluate_jax(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: An
     from ..backends import backend
 
     xp = backend().xp
-    status = _jax_blocked(xp.take(windows, plan),
-                          lambda w: evaluate_kernel.portable(xp, sums, sqsums, tilt, w, *arrays, **params))
+    status = _evaluate_jax(sums, sqsums, tilt, xp.take(windows, plan), *arrays, **params)
     live = xp.arange(plan.shape[0], dtype=xp.int32) < count
     return xp.where(live, status, xp.asarray(0, dtype=xp.int32))
 

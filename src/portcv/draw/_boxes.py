@@ -43,11 +43,12 @@ def _boxes_argument(boxes: Any) -> Any:
     if shape[0]:
         from ..backends import to_numpy
 
-        sizes = to_numpy(boxes)[:, 2:]
-        if (sizes < 0).any():
-            k = int(np.argmax((sizes < 0).any(axis=1)))
+        host = to_numpy(boxes)
+        negative = (host[:, 2:] < 0).any(axis=1)
+        if negative.any():
+            k = int(np.argmax(negative))
             raise ValueError(f"boxes must have width and height >= 0 (x, y, w, h); box {k} is "
-                             f"{tuple(int(v) for v in to_numpy(boxes)[k])}")
+                             f"{tuple(int(v) for v in host[k])}")
     return boxes
 
 

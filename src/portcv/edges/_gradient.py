@@ -90,8 +90,9 @@ def gradient(image: Any, *, ksize: int = 3, border: str = "reflect101", channel_
     """
     from .. import filters
 
-    _validate.gray(_validate.image(image), "image", channel_axis)
-    return filters.gradients(image, ksize=ksize, border=border, channel_axis=None)
+    img = _validate.image(image)  # moved to the active backend once; gradients gets the moved array
+    _validate.gray(img, "image", channel_axis)
+    return filters.gradients(img, ksize=ksize, border=border, channel_axis=None)
 
 
 def magnitude(gx: Any, gy: Any, *, kind: str = "l2") -> Any:

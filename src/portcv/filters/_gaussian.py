@@ -59,6 +59,7 @@ SMALL_GAUSSIAN_Q8 = {
 }
 
 
+@functools.lru_cache(maxsize=64)
 def sigma0_gaussian_taps(ksize: int) -> tuple[int, ...]:
     """OpenCV's taps for ``sigma = 0``: the fixed tables, else ``sigma = fma(k, 0.15, 0.35)``."""
     if ksize in SMALL_GAUSSIAN_Q8:

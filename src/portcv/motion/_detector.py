@@ -248,14 +248,13 @@ def detect_motion(
     ((3, 2, 2), (3, 48, 64))
     """
     frames = _validate.image(video, "video", min_ndim=3)
+    _validate.choice(channel_axis, "channel_axis", ("auto", -1, None))
     if channel_axis is not None and frames.ndim == 3 and frames.shape[-1] in (3, 4):
-        _validate.choice(channel_axis, "channel_axis", ("auto", -1, None))
         raise ValueError(
             f"video looks like one colour frame (shape {tuple(frames.shape)}); detect_motion takes a video "
             "(T, H, W) gray or (T, H, W, 3) RGB: stack at least 2 frames, or pass channel_axis=None if "
             "these are gray frames 3 or 4 pixels wide"
         )
-    _validate.choice(channel_axis, "channel_axis", ("auto", -1, None))
     if frames.ndim == 4 and frames.shape[-1] == 3 and channel_axis is not None:
         rgb = True
     elif frames.ndim == 3:

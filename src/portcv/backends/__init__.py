@@ -73,6 +73,9 @@ class Backend:
     #: Host -> device uploads can run on a copy stream beside the compute (CuPy): video
     #: detection overlaps the next frame's upload with this frame's work.
     overlaps_uploads: bool = False
+    #: Arrays live in the host's memory (NumPy, JAX on the CPU): reading a count back costs
+    #: nothing, and every temporary competes with the rest of the process for RAM.
+    runs_on_host: bool = False
 
     def __init__(self) -> None:
         if not self.family:

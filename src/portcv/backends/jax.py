@@ -110,6 +110,13 @@ class JaxBackend(Backend):
         jax.devices()  # fails early, with JAX's own message, if no platform initializes
         return _Namespace(jnp)
 
+    @property
+    def runs_on_host(self) -> bool:  # type: ignore[override]
+        """Whether JAX's default device is the CPU."""
+        import jax
+
+        return jax.devices()[0].platform == "cpu"
+
     def owns(self, array: Any) -> bool:
         jax = sys.modules.get("jax")
         return jax is not None and isinstance(array, jax.Array)

@@ -13,6 +13,7 @@ class NumpyBackend(Backend):
     name = "numpy"
     install_hint = "NumPy is a core dependency: reinstall portcv"
     module_name = "numpy"
+    runs_on_host = True
 
     def _load(self) -> Any:
         import array_api_compat.numpy as xp

@@ -43,6 +43,34 @@ NUMPY_CHUNK = 1 << 16
 
 
 # --------------------------------------------------------------------------------------------
+# JAX on the CPU: blocks
+# --------------------------------------------------------------------------------------------
+#: Windows per block when JAX evaluates on the CPU: the portable evaluation's intermediates are
+#: (corners x windows x trees), several GB for a whole frame's windows at once (12 GB for a
+#: 512 x 512 frame), so there ``lax.map`` runs it block after block (one compiled body).
+CPU_BLOCK = 2048
+
+
+def _jax_blocked(evaluate: Any, *columns: Any, block: int = CPU_BLOCK) -> Any:
+    """``evaluate(*columns)`` (one result per entry of the equally long 1-D ``columns``) in blocks
+    of ``block`` entries on JAX's CPU, all at once on its GPU; the same bits either way (every
+    entry is independent). The last block is padded with entry value 0 (window 0, or a packed
+    pixel with the fill weights: valid either way) and its results are dropped."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..backends import backend
+
+    k = columns[0].shape[0]
+    if not backend().runs_on_host or k <= block:
+        return evaluate(*columns)
+    n = -(-k // block)
+    blocks = [jnp.reshape(jnp.concatenate([c, jnp.zeros(n * block - k, c.dtype)]), (n, block)) for c in columns]
+    out = jax.lax.map(lambda cs: evaluate(*cs), tuple(blocks))
+    return jnp.reshape(out, (-1,))[:k]
+
+
+# --------------------------------------------------------------------------------------------
 # The packed pyramid in one gather
 # --------------------------------------------------------------------------------------------
 #: Fixed-point rounding of the pyramid gather: ``(sum of Q8 x Q8 products + 2**15) >> 16``.
@@ -82,6 +110,21 @@ def _pyramid_numpy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, sha
         part = slice(a, a + NUMPY_CHUNK * 16)
         out[part] = pyramid_kernel.portable(np, gray, xmap[part], ymap[part], xtab, ytab, shape=(-1,))
     return out.reshape(shape)
+
+
+#: Packed pixels per block when JAX builds the pyramid on the CPU: its twelve gathers are
+#: separate full-size temporaries there (850 MB for a 1080p frame's 15 M packed pixels).
+CPU_PIXEL_BLOCK = 1 << 18
+
+
+@pyramid_kernel.override("jax", supports="every input (on the CPU in blocks of pixels)")
+def _pyramid_jax(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
+    from ..backends import backend
+
+    xp = backend().xp
+    flat = _jax_blocked(lambda xm, ym: pyramid_kernel.portable(xp, gray, xm, ym, xtab, ytab, shape=(-1,)),
+                        xmap, ymap, block=CPU_PIXEL_BLOCK)
+    return xp.reshape(flat, shape)
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,33 +400,12 @@ def _plan_evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: 
 # --------------------------------------------------------------------------------------------
 # Skip rule + compaction
 # --------------------------------------------------------------------------------------------
-#: Windows per block when JAX evaluates on the CPU: the portable evaluation's intermediates are
-#: (corners x windows x trees), several GB for a whole frame's windows at once (12 GB for a
-#: 512 x 512 frame), so there ``lax.map`` runs it block after block (one compiled body).
-CPU_BLOCK = 2048
-
-
-def _jax_blocked(windows: Any, evaluate: Any) -> Any:
-    """``evaluate(windows)`` (int32 status per window) in blocks of :data:`CPU_BLOCK` windows on
-    JAX's CPU, all at once on its GPU; the same bits either way (each window is independent)."""
-    import jax
-    import jax.numpy as jnp
-
-    k = windows.shape[0]
-    if jax.devices()[0].platform != "cpu" or k <= CPU_BLOCK:
-        return evaluate(windows)
-    n = -(-k // CPU_BLOCK)
-    padded = jnp.concatenate([windows, jnp.zeros(n * CPU_BLOCK - k, windows.dtype)])  # window 0: a valid offset
-    status = jax.lax.map(evaluate, jnp.reshape(padded, (n, CPU_BLOCK)))
-    return jnp.reshape(status, (-1,))[:k]
-
-
 @evaluate_kernel.override("jax", supports="every input (on the CPU in blocks of windows)")
 def _evaluate_jax(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any, **params: Any) -> Any:
     from ..backends import backend
 
     xp = backend().xp
-    return _jax_blocked(windows, lambda w: evaluate_kernel.portable(xp, sums, sqsums, tilt, w, *arrays, **params))
+    return _jax_blocked(lambda w: evaluate_kernel.portable(xp, sums, sqsums, tilt, w, *arrays, **params), windows)
 
 
 @plan_evaluate_kernel.override("jax", supports="every input (on the CPU in blocks of windows)")

@@ -350,14 +350,28 @@ def cascade_arrays(cascade: Cascade, cache: dict) -> tuple:
     return arrays
 
 
-def plan_capacity(b: Any, grid_size: int) -> int:
-    """First plan capacity: every window on CuPy and NumPy (the count stays on the device; NumPy
-    reads it for free). JAX evaluates every slot of a static shape, so there it starts at half
-    the windows (rarely too few: an overflow is seen at the end, counted and redone) and is
-    learned from the counts (``run_scan``)."""
-    if b.static_shapes:
-        return next_capacity(grid_size // 2, grid_size)
-    return grid_size
+#: JAX's first guess of the share of windows alive after ``b`` stages: ``SURVIVAL ** (b - 1) / 2``.
+#: Measured with the frontal-face cascades (Haar default, alt, alt2; LBP) on scikit-image's
+#: astronaut, coffee, chelsea and rocket and a mosaic of 36 LFW faces (the densest): after 2, 3,
+#: 5, 8, 12 and 18 stages at most 41, 28, 12, 4.3, 1.6 and 0.8 % of the windows were alive.
+SURVIVAL = 0.8
+
+
+def plan_capacities(b: Any, grid_size: int, bounds: tuple[int, ...]) -> tuple[int, ...]:
+    """First plan capacity of each level: every window on CuPy and NumPy (the count stays on the
+    device; NumPy reads it for free). JAX evaluates every slot of a static shape, so there level
+    k starts at the guess ``SURVIVAL`` gives for ``bounds[k]`` stages (rarely too few: an
+    overflow is seen at the end, counted and redone) and is learned from the counts
+    (``run_scan``). A plan the size of the first one at every level made JAX's first 1080p
+    frame 30 times slower than the next."""
+    levels = len(bounds) - 1
+    if not b.static_shapes:
+        return (grid_size,) * levels
+    caps: list[int] = []
+    for k in range(levels):
+        guess = int(grid_size * SURVIVAL ** (bounds[k] - 1) / 2) + 1
+        caps.append(next_capacity(guess, caps[-1] if caps else grid_size))
+    return tuple(caps)
 
 
 def plan_levels(b: Any, split: int, n_stages: int) -> tuple[int, ...]:
@@ -374,6 +388,48 @@ def plan_levels(b: Any, split: int, n_stages: int) -> tuple[int, ...]:
     return tuple(bounds)
 
 
+def _scan_tables(b: Any, static: dict, packed_shape: tuple[int, int], gray: Any, xmap: Any, ymap: Any, xtab: Any,
+                 ytab: Any) -> tuple:
+    """The pyramid and its integrals: ``(sums, sqsums, tilt)``."""
+    packed = pyramid_kernel(gray, xmap, ymap, xtab, ytab, shape=packed_shape)
+    return integrals_kernel(packed, tilted=static["has_tilted"])
+
+
+def _scan_first(b: Any, static: dict, split: int, sums: Any, sqsums: Any, tilt: Any, windows: Any, row_end: Any,
+                *arrays: Any, cap: int) -> tuple:
+    """Stages ``[0, split)`` on every window, the skip rule and the compaction into ``cap``
+    slots: ``(plan, count)``."""
+    status = evaluate_kernel(sums, sqsums, tilt, windows, *arrays, stage_begin=0, stage_end=split,
+                             check_variance=True, **static)
+    return compact_kernel(status, row_end, capacity=cap)
+
+
+def _scan_level(b: Any, static: dict, begin: int, end: int, sums: Any, sqsums: Any, tilt: Any, windows: Any,
+                plan: Any, count: Any, *arrays: Any, cap: int | None) -> tuple:
+    """Stages ``[begin, end)`` on the plan's windows: ``(status, plan, count)``, the plan and
+    count of the survivors compacted into ``cap`` slots (``None``: the last level, not compacted)."""
+    status = plan_evaluate_kernel(sums, sqsums, tilt, windows, plan, count, *arrays, stage_begin=begin,
+                                  stage_end=end, check_variance=False, **static)
+    if cap is None:
+        return status, plan, count
+    keep, count = compact_kernel(status, None, capacity=cap)
+    return status, b.xp.take(plan, keep), count
+
+
+def _scan_tail(b: Any, static: dict, plan: Any, count: Any, status: Any, win_x: Any, win_y: Any, win_level: Any,
+               factors: Any, recip: Any, *, limit: int, group: tuple | None) -> tuple:
+    """The candidates (``limit``) and, given ``group = (min_neighbors, capacity, width,
+    height)``, their grouping: ``(grouped or None, candidates)``."""
+    cand = candidates_kernel(plan, count, status, limit=limit)
+    grouped = None
+    if group is not None:
+        min_neighbors, capacity, width, height = group
+        grouped = group_kernel(cand, win_x, win_y, win_level, factors, recip, window=static["window"],
+                               min_neighbors=min_neighbors, eps=GROUP_EPS, width=width, height=height,
+                               capacity=capacity)
+    return grouped, cand
+
+
 @functools.lru_cache(maxsize=32)
 def scan_program(backend_name: str, bounds: tuple[int, ...], static_items: tuple, packed_shape: tuple[int, int]) -> Any:
     """The whole scan of one frame after its upload, compiled with the backend's ``jit`` (one
@@ -382,12 +438,12 @@ def scan_program(backend_name: str, bounds: tuple[int, ...], static_items: tuple
     the compilations (``static_items``: the cascade's static parameters, sorted items).
 
     ``program(gray, xmap, ymap, xtab, ytab, windows, row_end, win_x, win_y, win_level, factors,
-    recip, *arrays, caps, limit, group)``: the pyramid, the integrals, stages ``[0, bounds[0])``
-    on every window, the skip rule and compaction, then each level ``[bounds[k], bounds[k+1])``
-    on the plan, compacted again between levels (into ``caps[k + 1]`` slots), the candidates
-    (``limit``) and, given ``group = (min_neighbors, capacity, width, height)``, their grouping.
-    Returns ``(grouped or None, candidates, level counts)``, or with ``pack`` (JAX) the three
-    concatenated into one int32 vector: one device -> host copy.
+    recip, *arrays, caps, limit, group)``: :func:`_scan_tables`, :func:`_scan_first` (stages
+    ``[0, bounds[0])``),
+    each level ``[bounds[k], bounds[k+1])`` on the plan, compacted again between levels (into
+    ``caps[k + 1]`` slots), then :func:`_scan_tail`. Returns ``(grouped or None, candidates,
+    level counts)``, or with ``pack`` (JAX) the three concatenated into one int32 vector: one
+    device -> host copy.
     """
     b = backends.get(backend_name)
     static = dict(static_items)
@@ -397,32 +453,42 @@ def scan_program(backend_name: str, bounds: tuple[int, ...], static_items: tuple
                 win_y: Any, win_level: Any, factors: Any, recip: Any, *arrays: Any, caps: tuple[int, ...], limit: int,
                 group: tuple | None, pack: bool) -> Any:
         xp = b.xp
-        packed = pyramid_kernel(gray, xmap, ymap, xtab, ytab, shape=packed_shape)
-        sums, sqsums, tilt = integrals_kernel(packed, tilted=static["has_tilted"])
-        status = evaluate_kernel(sums, sqsums, tilt, windows, *arrays, stage_begin=0, stage_end=bounds[0],
-                                 check_variance=True, **static)
-        plan, count = compact_kernel(status, row_end, capacity=caps[0])
+        sums, sqsums, tilt = _scan_tables(b, static, packed_shape, gray, xmap, ymap, xtab, ytab)
+        plan, count = _scan_first(b, static, bounds[0], sums, sqsums, tilt, windows, row_end, *arrays, cap=caps[0])
         counts = [count]
         for k in range(levels):
-            status = plan_evaluate_kernel(sums, sqsums, tilt, windows, plan, count, *arrays, stage_begin=bounds[k],
-                                          stage_end=bounds[k + 1], check_variance=False, **static)
-            if k + 1 < levels:  # the survivors, in order, into the next level's plan
-                keep, count = compact_kernel(status, None, capacity=caps[k + 1])
-                plan = xp.take(plan, keep)
+            status, plan, count = _scan_level(b, static, bounds[k], bounds[k + 1], sums, sqsums, tilt, windows,
+                                              plan, count, *arrays, cap=caps[k + 1] if k + 1 < levels else None)
+            if k + 1 < levels:
                 counts.append(count)
-        cand = candidates_kernel(plan, count, status, limit=limit)
-        grouped = None
-        if group is not None:
-            min_neighbors, capacity, width, height = group
-            grouped = group_kernel(cand, win_x, win_y, win_level, factors, recip, window=static["window"],
-                                   min_neighbors=min_neighbors, eps=GROUP_EPS, width=width, height=height,
-                                   capacity=capacity)
+        grouped, cand = _scan_tail(b, static, plan, count, status, win_x, win_y, win_level, factors, recip,
+                                   limit=limit, group=group)
         if pack:
             parts = ([] if grouped is None else [grouped]) + [cand, xp.stack(counts)]
             return xp.concat(parts)
         return grouped, cand, counts
 
     return b.jit(program, static_argnames=("caps", "limit", "group", "pack"))
+
+
+@functools.lru_cache(maxsize=32)
+def host_scan_parts(backend_name: str, bounds: tuple[int, ...], static_items: tuple,
+                    packed_shape: tuple[int, int]) -> tuple:
+    """:func:`scan_program`'s parts compiled one by one, for a static-shape backend whose arrays
+    live on the host (JAX on the CPU): ``(tables, first, levels, tail)``. Reading a count back costs
+    nothing there, so each level's plan gets the capacity its count needs (no overflow, no
+    redo), and XLA compiles small programs: the whole scan as one program needed 0.85 GB to
+    compile for a 1080p frame, more than the scan itself."""
+    b = backends.get(backend_name)
+    static = dict(static_items)
+    tables = b.jit(functools.partial(_scan_tables, b, static, packed_shape))
+    first = b.jit(functools.partial(_scan_first, b, static, bounds[0]), static_argnames=("cap",))
+    levels = tuple(
+        b.jit(functools.partial(_scan_level, b, static, bounds[k], bounds[k + 1]), static_argnames=("cap",))
+        for k in range(len(bounds) - 1)
+    )
+    tail = b.jit(functools.partial(_scan_tail, b, static), static_argnames=("limit", "group"))
+    return tables, first, levels, tail
 
 
 def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, max_size: Any, split: int, *,
@@ -440,7 +506,8 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     ``CANDIDATE_LIMIT + 2`` int32 candidates). On JAX it is one program whose later phase has
     several levels (``plan_levels``); their plan counts come back in the same copy, and
     ``state`` (per detector, seeded from ``LEARNED_CAPACITIES``) holds the capacities learned
-    from them.
+    from them. JAX on the CPU runs the same parts as separate programs and reads each level's
+    count on the way (:func:`scan_on_host`).
     """
     c = cascade
     height, width = gray.shape
@@ -460,7 +527,6 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     bounds = plan_levels(b, split, c.n_stages)
     levels = len(bounds) - 1
     static_key = tuple(sorted(static.items()))
-    program = scan_program(b.name, bounds, static_key, geo.packed_shape)
     inputs = (gray,) + geo.on(b) + geo.group_arrays(b)
 
     key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, b.device_key())
@@ -469,35 +535,43 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     shared_key = (key, static_key)
     caps, group_cap = state.get(key) or LEARNED_CAPACITIES.get(shared_key, (None, None))
     if caps is None or len(caps) != levels:
-        caps = (plan_capacity(b, grid.size),) * levels  # a later level holds at most its predecessor's plan
+        caps = plan_capacities(b, grid.size, bounds)  # a later level holds at most its predecessor's plan
     group_cap = group_capacity(b, group_cap) if min_neighbors > 0 else None
     limit = CANDIDATE_LIMIT
-    while True:
+    level_counts = None
+    if b.static_shapes and b.runs_on_host:
         group = None if group_cap is None else (min_neighbors, group_cap, width, height)
-        result = program(*inputs, *arrays, caps=caps, limit=limit, group=group, pack=b.static_shapes)
-        grouped, cand, level_counts = read_back(result, group, limit, levels)
-        if cand is None:  # grouped on CuPy: nothing can have overflowed
-            return grid, None, unpack_boxes(grouped)
-        # Level k may have overflowed when its count reached its capacity and more windows
-        # could have been there (every window, for the first level; the previous level's plan
-        # after it). A level after an overflowed one gets its predecessor's capacity: the redo
-        # cannot overflow there again. Only JAX starts below every window (plan_capacity).
-        full = [k for k in range(levels) if level_counts[k] >= caps[k] and caps[k] < (grid.size if k == 0 else caps[k - 1])]
-        if full:
-            k = full[0]
-            caps = caps[:k] + ((grid.size if k == 0 else caps[k - 1]),) * (levels - k)
-        elif int(cand[1]) > limit:  # rare: more candidates than the copy holds; all of them, then
-            limit = max(caps[-1], limit + 1)
-        else:
-            break
+        grouped, cand, caps = scan_on_host(host_scan_parts(b.name, bounds, static_key, geo.packed_shape), inputs,
+                                           arrays, caps, group=group)
+    else:
+        program = scan_program(b.name, bounds, static_key, geo.packed_shape)
+        while True:
+            group = None if group_cap is None else (min_neighbors, group_cap, width, height)
+            result = program(*inputs, *arrays, caps=caps, limit=limit, group=group, pack=b.static_shapes)
+            grouped, cand, level_counts = read_back(result, group, limit, levels)
+            if cand is None:  # grouped on CuPy: nothing can have overflowed
+                return grid, None, unpack_boxes(grouped)
+            # Level k may have overflowed when its count reached its capacity and more windows
+            # could have been there (every window, for the first level; the previous level's plan
+            # after it). A level after an overflowed one gets its predecessor's capacity: the redo
+            # cannot overflow there again. Only JAX starts below every window (plan_capacities).
+            full = [k for k in range(levels) if level_counts[k] >= caps[k] and caps[k] < (grid.size if k == 0 else caps[k - 1])]
+            if full:
+                k = full[0]
+                caps = caps[:k] + ((grid.size if k == 0 else caps[k - 1]),) * (levels - k)
+            elif int(cand[1]) > limit:  # rare: more candidates than the copy holds; all of them, then
+                limit = max(caps[-1], limit + 1)
+            else:
+                break
     n = int(cand[1])
     if b.static_shapes:
         # The next frame of this geometry: a capacity shrinks to its count plus a quarter when
         # that is under half of it (hysteresis: each new capacity is a JAX compilation); the
         # grouping's capacity also grows so when the candidates overflowed it. CuPy and NumPy
         # keep room for every window (no redo).
-        caps = tuple(next_capacity(int(m) + int(m) // 4 + 1, cap) if 2 * int(m) < cap else cap
-                     for m, cap in zip(level_counts, caps))
+        if level_counts is not None:  # scan_on_host has chosen them already
+            caps = tuple(next_capacity(int(m) + int(m) // 4 + 1, cap) if 2 * int(m) < cap else cap
+                         for m, cap in zip(level_counts, caps))
         if group_cap is not None and (n > group_cap or 2 * n < group_cap):
             group_cap = next_capacity(n + n // 4 + 1, CANDIDATE_LIMIT)
     entry = (caps, group_cap if group_cap is not None else state.get(key, (None, None))[1])
@@ -508,6 +582,41 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     if grouped is not None and int(grouped[1]) >= 0:
         return grid, None, unpack_boxes(grouped)
     return grid, cand[2 : 2 + n].astype(np.int64), None  # the host groups them (NumPy, or an overflow)
+
+
+def host_capacity(count: int, previous: int | None, limit: int) -> int:
+    """A plan capacity for ``count`` windows on the host path: the previous one while it holds
+    them and is at most twice their number (each new capacity is a compilation), else the count
+    plus a quarter (:func:`next_capacity`); never above ``limit``, the plan it is cut from."""
+    if previous is not None and count <= previous <= min(limit, 2 * count + MIN_CAPACITY):
+        return previous
+    return next_capacity(count + count // 4 + 1, limit)
+
+
+def scan_on_host(parts: tuple, inputs: tuple, arrays: tuple, caps: tuple[int, ...], *, group: tuple | None) -> tuple:
+    """The scan through :func:`host_scan_parts`: each compaction keeps every slot of its plan
+    (it cannot overflow), the count is read, and the next level runs on a plan cut to
+    :func:`host_capacity` of it. ``(grouped or None, candidates, capacities used)``, on the host."""
+    tables, first, level_fns, tail = parts
+    gray, xmap, ymap, xtab, ytab, windows, row_end, win_x, win_y, win_level, factors, recip = inputs
+    sums, sqsums, tilt = tables(gray, xmap, ymap, xtab, ytab)
+    plan, count = first(sums, sqsums, tilt, windows, row_end, *arrays, cap=windows.shape[0])
+    used = []
+    status = None
+    for k, level in enumerate(level_fns):
+        cap = host_capacity(int(count), caps[k] if k < len(caps) else None, plan.shape[0])
+        used.append(cap)
+        plan = plan[:cap]  # the survivors come first
+        last = k + 1 == len(level_fns)
+        status, plan, count = level(sums, sqsums, tilt, windows, plan, count, *arrays, cap=None if last else cap)
+    limit = CANDIDATE_LIMIT
+    while True:
+        grouped, cand = tail(plan, count, status, win_x, win_y, win_level, factors, recip, limit=limit, group=group)
+        n = int(cand[1])
+        if n <= limit:
+            break
+        limit = n  # rare: more candidates than the copy holds; all of them, then
+    return (None if grouped is None else to_numpy(grouped)), to_numpy(cand), tuple(used)
 
 
 def read_back(result: Any, group: tuple | None, limit: int, levels: int) -> tuple:

@@ -741,3 +741,36 @@ def test_first_plan_capacities_follow_the_survival_guess():
         guess = 10**6 * SURVIVAL ** (b - 1) / 2
         assert guess <= cap <= 1.125 * guess + 1  # next_capacity rounds up by at most 1/8
     assert plan_capacities(B(True), 100, bounds) == (100,) * 7  # never above the windows there are
+
+
+def test_jax_blocks_bound_a_frames_memory(monkeypatch, astronaut_gray):
+    """JAX evaluates the windows and builds the pyramid in blocks sized to the device (one block's
+    temporaries at most a share of its memory; fixed blocks on the CPU): a frame of any size is
+    processed in parts, never all at once. With a 1 MB budget every level is split, and the boxes
+    equal NumPy's."""
+    pytest.importorskip("jax")
+    from portcv.detect import _cascade, _detector
+
+    det = CascadeDetector(load_cascade(DEFAULT))
+    ref = det.detect(astronaut_gray, min_neighbors=3)
+    monkeypatch.setattr(_cascade, "_device_budget", lambda: 1 << 20)
+    monkeypatch.setattr(_detector, "LEARNED_CAPACITIES", {})
+    with portcv.using("jax"):
+        out = CascadeDetector(det.cascade).detect(portcv.asarray(astronaut_gray), min_neighbors=3)
+    assert len(ref[0]) >= 1 and all(np.array_equal(a, b) for a, b in zip(ref, out))
+
+
+def test_block_size_follows_the_device(monkeypatch):
+    """Fixed blocks where arrays live on the host; on a device, its memory share per entry."""
+    import portcv.backends
+    from portcv.detect import _cascade
+
+    class On:
+        def __init__(self, host):
+            self.runs_on_host = host
+
+    monkeypatch.setattr(_cascade, "_device_budget", lambda: 10**9)
+    monkeypatch.setattr(portcv.backends, "backend", lambda: On(True))
+    assert _cascade._block_size(2048, 1000) == 2048
+    monkeypatch.setattr(portcv.backends, "backend", lambda: On(False))
+    assert _cascade._block_size(2048, 1000) == 10**6 and _cascade._block_size(2048, 10**7) == 2048

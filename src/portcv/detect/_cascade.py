@@ -32,6 +32,7 @@ The decisions are integer (``docs/opencv-arithmetic.md``, ``docs/detect.md``):
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -43,26 +44,54 @@ NUMPY_CHUNK = 1 << 16
 
 
 # --------------------------------------------------------------------------------------------
-# JAX on the CPU: blocks
+# JAX: blocks
 # --------------------------------------------------------------------------------------------
 #: Windows per block when JAX evaluates on the CPU: the portable evaluation's intermediates are
 #: (corners x windows x trees), several GB for a whole frame's windows at once (12 GB for a
 #: 512 x 512 frame), so there ``lax.map`` runs it block after block (one compiled body).
 CPU_BLOCK = 2048
+#: Packed pixels per block when JAX builds the pyramid on the CPU: its twelve gathers are
+#: separate full-size temporaries there (850 MB for a 1080p frame's 15 M packed pixels).
+CPU_PIXEL_BLOCK = 1 << 18
+#: On a GPU, one block's temporaries may take this share of the device's memory: a frame of any
+#: size is evaluated in as many blocks as that needs, never more memory at once (1080p and 4K
+#: frames stay in one or two blocks on an 80 GB H100).
+DEVICE_SHARE = 1 / 4
+#: Bytes of the portable evaluation's temporaries per window and tree of a stage (corner
+#: offsets and values, rect sums, float64 tests), and of the pyramid's per packed pixel.
+WINDOW_TREE_BYTES = 128
+PIXEL_BYTES = 64
 
 
-def _jax_blocked(evaluate: Any, *columns: Any, block: int = CPU_BLOCK) -> Any:
+@functools.lru_cache(maxsize=1)
+def _device_budget() -> int:
+    """Bytes one block may take on JAX's default device (16 GB assumed where JAX does not say)."""
+    import jax
+
+    stats = jax.devices()[0].memory_stats() or {}
+    return int(int(stats.get("bytes_limit", 16 << 30)) * DEVICE_SHARE)
+
+
+def _block_size(host_block: int, entry_bytes: int) -> int:
+    """Entries per block: ``host_block`` on the CPU, :data:`DEVICE_SHARE` of the device's memory
+    on a GPU (at ``entry_bytes`` an entry)."""
+    from ..backends import backend
+
+    if backend().runs_on_host:
+        return host_block
+    return max(host_block, _device_budget() // max(1, entry_bytes))
+
+
+def _jax_blocked(evaluate: Any, *columns: Any, block: int) -> Any:
     """``evaluate(*columns)`` (one result per entry of the equally long 1-D ``columns``) in blocks
-    of ``block`` entries on JAX's CPU, all at once on its GPU; the same bits either way (every
+    of ``block`` entries, by ``lax.map`` (one compiled body); the same bits as all at once (every
     entry is independent). The last block is padded with entry value 0 (window 0, or a packed
     pixel with the fill weights: valid either way) and its results are dropped."""
     import jax
     import jax.numpy as jnp
 
-    from ..backends import backend
-
     k = columns[0].shape[0]
-    if not backend().runs_on_host or k <= block:
+    if k <= block:
         return evaluate(*columns)
     n = -(-k // block)
     blocks = [jnp.reshape(jnp.concatenate([c, jnp.zeros(n * block - k, c.dtype)]), (n, block)) for c in columns]
@@ -112,18 +141,13 @@ def _pyramid_numpy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, sha
     return out.reshape(shape)
 
 
-#: Packed pixels per block when JAX builds the pyramid on the CPU: its twelve gathers are
-#: separate full-size temporaries there (850 MB for a 1080p frame's 15 M packed pixels).
-CPU_PIXEL_BLOCK = 1 << 18
-
-
-@pyramid_kernel.override("jax", supports="every input (on the CPU in blocks of pixels)")
+@pyramid_kernel.override("jax", supports="every input (in blocks of pixels)")
 def _pyramid_jax(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
     from ..backends import backend
 
     xp = backend().xp
     flat = _jax_blocked(lambda xm, ym: pyramid_kernel.portable(xp, gray, xm, ym, xtab, ytab, shape=(-1,)),
-                        xmap, ymap, block=CPU_PIXEL_BLOCK)
+                        xmap, ymap, block=_block_size(CPU_PIXEL_BLOCK, PIXEL_BYTES))
     return xp.reshape(flat, shape)
 
 
@@ -397,18 +421,20 @@ def _plan_evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: 
     return status
 
 
-# --------------------------------------------------------------------------------------------
-# Skip rule + compaction
-# --------------------------------------------------------------------------------------------
-@evaluate_kernel.override("jax", supports="every input (on the CPU in blocks of windows)")
+@evaluate_kernel.override("jax", supports="every input (in blocks of windows)")
 def _evaluate_jax(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any, **params: Any) -> Any:
     from ..backends import backend
 
     xp = backend().xp
-    return _jax_blocked(lambda w: evaluate_kernel.portable(xp, sums, sqsums, tilt, w, *arrays, **params), windows)
+    stages = params["stages"][params["stage_begin"] : params["stage_end"]]
+    trees = max([t1 - t0 for t0, t1, _ in stages] or [1])
+    corners = 16 if params["feature_type"] == "lbp" else 12
+    block = _block_size(CPU_BLOCK, WINDOW_TREE_BYTES * corners // 12 * trees)
+    return _jax_blocked(lambda w: evaluate_kernel.portable(xp, sums, sqsums, tilt, w, *arrays, **params), windows,
+                        block=block)
 
 
-@plan_evaluate_kernel.override("jax", supports="every input (on the CPU in blocks of windows)")
+@plan_evaluate_kernel.override("jax", supports="every input (in blocks of windows)")
 def _plan_evaluate_jax(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any, *arrays: Any,
                        **params: Any) -> Any:
     from ..backends import backend
@@ -419,6 +445,9 @@ def _plan_evaluate_jax(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: An
     return xp.where(live, status, xp.asarray(0, dtype=xp.int32))
 
 
+# --------------------------------------------------------------------------------------------
+# Skip rule + compaction
+# --------------------------------------------------------------------------------------------
 @kernel("cascade_compact")
 def compact_kernel(xp: Any, status: Any, row_end: Any, *, capacity: int) -> Any:
     """``(plan, count)``: ascending indices of the *visited* windows with ``status == 1``.

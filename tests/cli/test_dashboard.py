@@ -116,6 +116,9 @@ def site(tmp_path_factory) -> Site:
     report = _load_tool("asv_offline").make_offline(html)
     assert report["rewritten"], "asv_offline rewrote no page"
     assert not report["remote"], report["remote"]
+    from portcv.cli import _dashboard
+
+    _dashboard.speedup_page(tmp / "results", html)  # the landing page, as `portcv bench --html` writes it
 
     requests: list[tuple[str, int]] = []
 
@@ -187,10 +190,7 @@ def test_benchmark_graph_renders(site):
     assert widths and max(widths) >= 500, f"no full-size graph canvas on {page}: {widths}"
     assert "backend-numpy" in dom, "the graph legend does not name the numpy backend"
 
-    Image = pytest.importorskip("PIL.Image")
-    shot = site.tmp / "graph.png"
-    chromium(site, page, f"--screenshot={shot}")
-    pixels = np.asarray(Image.open(shot).convert("RGB"), dtype=np.int16)
+    pixels = _screenshot(site, page, "gaussian-blur")
     assert pixels.shape[0] >= 800 and pixels.shape[1] >= 1200, pixels.shape
     assert pixels.std() > 10, "the screenshot is (nearly) blank"
     colours = np.unique(pixels.reshape(-1, 3), axis=0)
@@ -199,6 +199,60 @@ def test_benchmark_graph_renders(site):
     plot = pixels[100:800, 250:1240]
     saturated = (plot.max(axis=2) - plot.min(axis=2)) > 80
     assert saturated.sum() > 30, "no coloured data points in the plot area"
+
+
+def _screenshot(site: Site, page: str, name: str) -> np.ndarray:
+    """A 1280 x 900 screenshot of ``page`` as RGB pixels; kept in ``$PORTCV_DASHBOARD_SHOTS`` if set
+    (how docs/img/dashboard-*.png were made)."""
+    Image = pytest.importorskip("PIL.Image")
+    shot = site.tmp / f"{name}.png"
+    chromium(site, page, f"--screenshot={shot}")
+    keep = os.environ.get("PORTCV_DASHBOARD_SHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / f"dashboard-{name}.png")
+    return np.asarray(Image.open(shot).convert("RGB"), dtype=np.int16)
+
+
+def _speedup_machines(site: Site) -> list[str]:
+    from portcv.cli import _dashboard
+
+    return [m.machine for m in _dashboard.read_speedups(site.tmp / "results")]
+
+
+def test_speedup_landing_page_shows_tables_and_bars(site):
+    """speedups.html: a table and a bar chart per machine and domain, links into asv's pages."""
+    machines = _speedup_machines(site)
+    if not machines:
+        pytest.skip("no committed speedup results (bench_speedup) to show")
+    dom, stderr = chromium(site, "speedups.html", "--dump-dom")
+    assert not _console_errors(stderr), _console_errors(stderr)
+    for machine in machines:
+        assert f"<h2>{machine}</h2>" in dom
+    assert dom.count("<svg") >= len(machines) and "index.html#bench_speedup.Speedup.track_speedup?" in dom
+    pixels = _screenshot(site, "speedups.html", "speedups")
+    assert pixels.std() > 10, "the landing page screenshot is (nearly) blank"
+    red, green, blue = pixels[..., 0], pixels[..., 1], pixels[..., 2]
+    bars = ((green - red > 60) & (green - blue > 30)) | ((red - green > 80) & (red - blue > 40))
+    assert bars.sum() > 500, "no green or red bars on the landing page"
+
+
+def test_speedup_graph_renders_for_every_machine(site):
+    """asv's page of one speedup per machine (the landing page's links) draws its graph."""
+    machines = _speedup_machines(site)
+    if not machines:
+        pytest.skip("no committed speedup results (bench_speedup) to show")
+    for machine in machines:
+        page = (f"index.html#bench_speedup.Speedup.track_speedup?machine={machine}"
+                "&p-op=%27filters.gaussian_blur%20k5%27")
+        dom, stderr = chromium(site, page, "--dump-dom")
+        assert ERROR_PAGE_TEXT not in dom, f"asv's error page on {page}"
+        assert not _console_errors(stderr), _console_errors(stderr)
+        canvases = [c for c in dom.split("<canvas")[1:] if 'class="flot-base"' in c.split(">")[0]]
+        assert canvases, f"no graph on {page}"
+        pixels = _screenshot(site, page, f"speedup-{machine}")
+        plot = pixels[100:800, 250:1240]
+        assert ((plot.max(axis=2) - plot.min(axis=2)) > 80).sum() > 30, f"no coloured data points on {page}"
 
 
 def test_summary_list_sorts(site):

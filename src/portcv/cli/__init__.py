@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import http.server
 import statistics
 import sys
 import time
@@ -14,7 +15,7 @@ import numpy as np
 import portcv
 
 from ..backends import REFERENCE
-from ._common import Parser, parse_size, positive_int
+from ._common import Parser, parse_size, port_or_any, positive_int
 
 
 def _time_calls(b: portcv.Backend, fn: Callable[[], Any], repeat: int) -> tuple[float, list[float], Any]:
@@ -131,14 +132,58 @@ def bench_html(args: argparse.Namespace) -> int:
         print("portcv bench --html: error: pages still load from the network: " + ", ".join(report["remote"]),
               file=sys.stderr)
         return 1
-    print(f"wrote the dashboard (no network needed) to {html_dir}\n"
-          f"serve it on this machine only: python -m http.server --bind 127.0.0.1 8080 --directory {html_dir}\n"
-          f"then open http://127.0.0.1:8080/")
+    from ._dashboard import speedup_page
+
+    landing = speedup_page(asv_dir / "results", html_dir)
+    page = landing.name if landing else ""
+    if landing is None:
+        print("portcv bench --html: no speedup results (asv_bench/results/*/ has no "
+              "bench_speedup.Speedup.track_speedup): the landing page speedups.html was not written")
+    print(f"wrote the dashboard (no network needed) to {html_dir}")
+    if not args.serve:
+        print(f"serve it on this machine only: portcv bench --serve --html {html_dir}  (or: python -m http.server "
+              f"--bind 127.0.0.1 8080 --directory {html_dir}), then open http://127.0.0.1:8080/{page}")
     return 0
+
+
+def bench_serve(args: argparse.Namespace) -> int:
+    """Build the dashboard (into ``--html`` or a temporary folder) and serve it on 127.0.0.1."""
+    import functools
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="portcv-dashboard-") as tmp:
+        args.html = args.html or tmp
+        status = bench_html(args)
+        if status != 0:
+            return status
+        handler = functools.partial(_QuietHandler, directory=str(Path(args.html).resolve()))
+        try:
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler)
+        except OSError as exc:
+            print(f"portcv bench --serve: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
+            return 2
+        page = "speedups.html" if (Path(args.html) / "speedups.html").is_file() else ""
+        print(f"serving the dashboard at http://127.0.0.1:{server.server_address[1]}/{page}  (Ctrl-C stops)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+    return 0
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files without a log line per request."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        pass
 
 
 def bench(args: argparse.Namespace) -> int:
     """Time a representative set of ops on every available backend and OpenCV; print a table."""
+    if args.serve:
+        return bench_serve(args)
     if args.html:
         return bench_html(args)
     from . import _bench
@@ -258,6 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, help="also write the results to this JSON file (default: none)")
     p.add_argument("--html", default=None, metavar="DIR",
                    help="instead of timing: asv publish the asv_bench results to DIR, with the CDN assets vendored (default: time)")
+    p.add_argument("--serve", action="store_true",
+                   help="instead of timing: build the dashboard (into --html DIR, or a temporary folder) and serve it "
+                        "on 127.0.0.1, printing the URL (default: time)")
+    p.add_argument("--port", type=port_or_any, default=8080, help="--serve's port on 127.0.0.1, 0 for any free one (default 8080)")
     p.add_argument("--asv-dir", default=None, help="the asv_bench folder (default: found from the current directory)")
     p.set_defaults(func=bench)
     # The domain modules define their own commands (next to the code they drive).

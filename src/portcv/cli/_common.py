@@ -56,12 +56,17 @@ def positive_int(text: str) -> int:
     return value
 
 
-def port(text: str) -> int:
-    """A TCP port number, 1 to 65535."""
+def port(text: str, *, low: int = 1) -> int:
+    """A TCP port number, ``low`` (1) to 65535."""
     try:
         value = int(text)
     except ValueError:
         value = -1
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a TCP port in [1, 65535], got {text!r}")
+    if not low <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port in [{low}, 65535], got {text!r}")
     return value
+
+
+def port_or_any(text: str) -> int:
+    """A TCP port number, or 0 for any free one."""
+    return port(text, low=0)

@@ -242,9 +242,10 @@ def test_speedup_graph_renders_for_every_machine(site):
     machines = _speedup_machines(site)
     if not machines:
         pytest.skip("no committed speedup results (bench_speedup) to show")
+    from portcv.cli import _dashboard
+
     for machine in machines:
-        page = (f"index.html#bench_speedup.Speedup.track_speedup?machine={machine}"
-                "&p-op=%27filters.gaussian_blur%20k5%27")
+        page = _dashboard.asv_link("filters.gaussian_blur k5", "jax vs numpy", _dashboard.HEADLINE, machine)
         dom, stderr = chromium(site, page, "--dump-dom")
         assert ERROR_PAGE_TEXT not in dom, f"asv's error page on {page}"
         assert not _console_errors(stderr), _console_errors(stderr)

@@ -69,21 +69,23 @@ def read_speedups(results_dir: Path) -> list[MachineSpeedups]:
                         if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
                             flat[(op, pair, mode)] = float(v)
             p = data.get("params", {})
-            desc = ", ".join(str(p[k]) for k in ("cpu", "num_cpu", "os") if p.get(k))
+            desc = ", ".join(f"{p[k]} CPUs" if k == "num_cpu" else str(p[k]) for k in ("cpu", "num_cpu", "os") if p.get(k))
             newest = MachineSpeedups(folder.name, desc, data.get("commit_hash", "")[:8], int(data.get("date", 0)), flat)
         if newest is not None and newest.values:
             machines.append(newest)
     return machines
 
 
-def _asv_link(op: str, pair: str, mode: str, machine: str) -> str:
+def asv_link(op: str, pair: str, mode: str, machine: str) -> str:
     query = urllib.parse.urlencode({"machine": machine, "p-op": repr(op), "p-pair": repr(pair), "p-mode": repr(mode)},
                                    quote_via=urllib.parse.quote)
     return f"index.html#{SPEEDUP}?{query}"
 
 
 def _fmt(x: float) -> str:
-    return f"{x:,.0f}x" if x >= 100 else f"{x:.1f}x" if x >= 1 else f"{x:.2f}x"
+    if x >= 100:
+        return f"{x:,.0f}x"
+    return f"{x:.1f}x" if x >= 1 else f"{x:.2f}x" if x >= 0.01 else f"{x:.3f}x"
 
 
 def _chart(rows: list[tuple[str, str, float]]) -> str:
@@ -133,7 +135,7 @@ def _table(m: MachineSpeedups, ops: list[str], pairs: list[str], mode: str) -> s
                 cells.append('<td class="na">n/a</td>')
             else:
                 cls = "up" if v >= 1 else "down"
-                cells.append(f'<td class="{cls}"><a href="{html.escape(_asv_link(op, pair, mode, m.machine))}">'
+                cells.append(f'<td class="{cls}"><a href="{html.escape(asv_link(op, pair, mode, m.machine))}">'
                              f"{_fmt(v)}</a></td>")
         body.append(f"<tr><th>{html.escape(op.split('.', 1)[-1])}</th>{''.join(cells)}</tr>")
     return f'<table><tr><th>operation</th>{head}</tr>{"".join(body)}</table>'

@@ -112,6 +112,8 @@ def run(backend: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
 def nbytes(array: Any) -> int:
     if isinstance(array, (tuple, list)):  # several outputs (e.g. gradients' gx, gy)
         return sum(nbytes(a) for a in array)
+    if not hasattr(array, "dtype"):  # a Python scalar (cv2.threshold's Otsu level)
+        return np.asarray(array).nbytes
     return int(array.size) * np.dtype(array.dtype).itemsize
 
 

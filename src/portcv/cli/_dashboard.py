@@ -42,7 +42,8 @@ def _unquote(value: str) -> str:
 
 
 def read_speedups(results_dir: Path) -> list[MachineSpeedups]:
-    """Per machine folder of ``results_dir``, the newest result file that has speedups."""
+    """Per machine folder of ``results_dir``, the newest result file that has speedups; the
+    machines that measured the most pairs first."""
     machines = []
     for folder in sorted(p for p in Path(results_dir).iterdir() if p.is_dir()):
         newest: MachineSpeedups | None = None
@@ -73,7 +74,7 @@ def read_speedups(results_dir: Path) -> list[MachineSpeedups]:
             newest = MachineSpeedups(folder.name, desc, data.get("commit_hash", "")[:8], int(data.get("date", 0)), flat)
         if newest is not None and newest.values:
             machines.append(newest)
-    return machines
+    return sorted(machines, key=lambda m: -len(m.values))  # the machine that measured most pairs (a GPU's) first
 
 
 def asv_link(op: str, pair: str, mode: str, machine: str) -> str:
@@ -85,7 +86,9 @@ def asv_link(op: str, pair: str, mode: str, machine: str) -> str:
 def _fmt(x: float) -> str:
     if x >= 100:
         return f"{x:,.0f}x"
-    return f"{x:.1f}x" if x >= 1 else f"{x:.2f}x" if x >= 0.01 else f"{x:.3f}x"
+    if x >= 1:
+        return f"{x:.1f}x"
+    return f"{x:.2f}x" if x >= 0.01 else f"{x:.3f}x" if x >= 0.001 else f"{x:.4f}x"
 
 
 def _chart(rows: list[tuple[str, str, float]]) -> str:

@@ -52,7 +52,7 @@ def test_page_shows_the_newest_speedups_per_machine_and_domain(tmp_path):
     assert "0.09x" in cpu and cpu.count("<svg") == 1
     assert gpu.count("<svg") == 2
     link = re.search(r'href="(index\.html#bench_speedup\.Speedup\.track_speedup\?[^"]+)"', gpu).group(1)
-    assert "machine=gpu" in link and "p-op=%27color.rgb_to_gray%27" in link and "p-pair=%27cupy%20vs%20numpy%27" in link
+    assert "machine=gpu" in link and "y-axis-scale=log" in link and "p-op=%27color.rgb_to_gray%27" in link and "p-pair=%27cupy%20vs%20numpy%27" in link
 
 
 def test_no_speedup_results_no_page(tmp_path):

@@ -44,7 +44,8 @@ def test_page_shows_the_newest_speedups_per_machine_and_domain(tmp_path):
     assert path.name == "speedups.html" and "<script" not in page and not re.search(r'(src|href)="https?:', page)
     sections = {part.split("</h2>", 1)[0]: part for part in page.split("<h2>")[1:]}
     gpu, cpu = sections["gpu"], sections["cpu"]
-    assert "bbbbbbbb" in page and "aaaaaaaa" not in page  # the newest result file of a machine
+    assert "bbbbbbbb" in page and "aaaaaaaa" not in page  # the newest commit of a machine
+    assert "1.0x" in gpu  # a value only the older commit measured is still shown
     assert "<h2>empty</h2>" not in page
     assert page.count("<h3>color</h3>") == 2 and page.count("<h3>filters</h3>") == 1  # cpu: only color measured
     assert "40.0x" in gpu and "120x" in gpu and "0.05x" in gpu

@@ -27,7 +27,7 @@ LOG_RANGE = 3.0
 
 @dataclass
 class MachineSpeedups:
-    """The newest speedup results of one asv machine."""
+    """The speedups of one asv machine; ``commit``: the newest commit with any."""
 
     machine: str
     description: str
@@ -42,11 +42,12 @@ def _unquote(value: str) -> str:
 
 
 def read_speedups(results_dir: Path) -> list[MachineSpeedups]:
-    """Per machine folder of ``results_dir``, the newest result file that has speedups; the
-    machines that measured the most pairs first."""
+    """Per machine folder of ``results_dir``, every speedup it has measured, each from the newest
+    commit that measured it (a commit may have run only some pairs); the machines that measured
+    the most pairs first."""
     machines = []
     for folder in sorted(p for p in Path(results_dir).iterdir() if p.is_dir()):
-        newest: MachineSpeedups | None = None
+        files = []
         for path in folder.glob("*.json"):
             if path.name == "machine.json":
                 continue
@@ -54,27 +55,34 @@ def read_speedups(results_dir: Path) -> list[MachineSpeedups]:
                 data = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
-            entry = data.get("results", {}).get(SPEEDUP)
-            if not entry or (newest is not None and data.get("date", 0) <= newest.date_ms):
-                continue
-            columns = data.get("result_columns", ["result", "params"])
-            values, params = entry[columns.index("result")], entry[columns.index("params")]
-            names = [[_unquote(v) for v in p] for p in params]
-            flat: dict[tuple[str, str, str], float] = {}
-            index = 0
-            for op in names[0]:
-                for pair in names[1]:
-                    for mode in names[2]:
-                        v = values[index] if values and index < len(values) else None
-                        index += 1
-                        if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
-                            flat[(op, pair, mode)] = float(v)
-            p = data.get("params", {})
-            desc = ", ".join(f"{p[k]} CPUs" if k == "num_cpu" else str(p[k]) for k in ("cpu", "num_cpu", "os") if p.get(k))
-            newest = MachineSpeedups(folder.name, desc, data.get("commit_hash", "")[:8], int(data.get("date", 0)), flat)
-        if newest is not None and newest.values:
-            machines.append(newest)
+            if data.get("results", {}).get(SPEEDUP):
+                files.append(data)
+        if not files:
+            continue
+        files.sort(key=lambda d: d.get("date", 0))
+        newest = files[-1]
+        p = newest.get("params", {})
+        desc = ", ".join(f"{p[k]} CPUs" if k == "num_cpu" else str(p[k]) for k in ("cpu", "num_cpu", "os") if p.get(k))
+        m = MachineSpeedups(folder.name, desc, newest.get("commit_hash", "")[:8], int(newest.get("date", 0)))
+        for data in files:  # oldest first: a newer commit's value replaces an older one
+            m.values.update(_speedup_values(data))
+        if m.values:
+            machines.append(m)
     return sorted(machines, key=lambda m: -len(m.values))  # the machine that measured most pairs (a GPU's) first
+
+
+def _speedup_values(data: dict) -> dict[tuple[str, str, str], float]:
+    """``{(op, pair, mode): x}`` of one asv result file (measured values only)."""
+    entry = data["results"][SPEEDUP]
+    columns = data.get("result_columns", ["result", "params"])
+    values, params = entry[columns.index("result")], entry[columns.index("params")]
+    names = [[_unquote(v) for v in p] for p in params]
+    flat: dict[tuple[str, str, str], float] = {}
+    keys = [(op, pair, mode) for op in names[0] for pair in names[1] for mode in names[2]]
+    for key, v in zip(keys, values or []):
+        if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
+            flat[key] = float(v)
+    return flat
 
 
 def asv_link(op: str, pair: str, mode: str, machine: str) -> str:
@@ -175,7 +183,8 @@ def speedup_page(results_dir: Path, html_dir: Path) -> Path | None:
         ops = sorted({op for op, _, _ in m.values})
         pairs = [p for p in dict.fromkeys(p for _, p, _ in m.values)]
         out.append(f"<h2>{html.escape(m.machine)}</h2><p class='note'>{html.escape(m.description)}; "
-                   f"commit <code>{html.escape(m.commit)}</code>.</p>")
+                   f"newest commit <code>{html.escape(m.commit)}</code> (each value from the newest commit "
+                   "that measured it).</p>")
         for domain in sorted({op.split(".", 1)[0] for op in ops}):
             dops = [op for op in ops if op.startswith(domain + ".")]
             dpairs = [p for p in pairs if any((op, p, HEADLINE) in m.values for op in dops)]

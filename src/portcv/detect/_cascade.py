@@ -402,9 +402,10 @@ def plan_evaluate_kernel(xp: Any, sums: Any, sqsums: Any, tilt: Any, windows: An
     the device count and the plan as an index into ``windows``).
     """
     win = xp.take(windows, plan)
-    status = evaluate_kernel.portable(xp, sums, sqsums, tilt, win, *arrays, feature_type=feature_type,
-                                      window=window, has_tilted=has_tilted, stages=stages, stage_begin=stage_begin,
-                                      stage_end=stage_end, check_variance=check_variance)
+    # through the dispatcher: a backend's evaluation override (JAX's blocks) serves plans too
+    status = evaluate_kernel(sums, sqsums, tilt, win, *arrays, feature_type=feature_type, window=window,
+                             has_tilted=has_tilted, stages=stages, stage_begin=stage_begin, stage_end=stage_end,
+                             check_variance=check_variance)
     live = xp.arange(plan.shape[0], dtype=xp.int32) < count
     return xp.where(live, status, xp.asarray(0, dtype=xp.int32))
 
@@ -432,17 +433,6 @@ def _evaluate_jax(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any,
     block = _block_size(CPU_BLOCK, WINDOW_TREE_BYTES * corners // 12 * trees)
     return _jax_blocked(lambda w: evaluate_kernel.portable(xp, sums, sqsums, tilt, w, *arrays, **params), windows,
                         block=block)
-
-
-@plan_evaluate_kernel.override("jax", supports="every input (in blocks of windows)")
-def _plan_evaluate_jax(sums: Any, sqsums: Any, tilt: Any, windows: Any, plan: Any, count: Any, *arrays: Any,
-                       **params: Any) -> Any:
-    from ..backends import backend
-
-    xp = backend().xp
-    status = _evaluate_jax(sums, sqsums, tilt, xp.take(windows, plan), *arrays, **params)
-    live = xp.arange(plan.shape[0], dtype=xp.int32) < count
-    return xp.where(live, status, xp.asarray(0, dtype=xp.int32))
 
 
 # --------------------------------------------------------------------------------------------

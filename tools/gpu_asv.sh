@@ -12,17 +12,14 @@
 #
 # What it does: installs the wheels into a --target folder, clones the bundle into a temp dir
 # (asv's --set-commit-hash needs the commit in a git repository), writes the asv machine file
-# (machine "h100", the GPU's name in its "cpu" field), then runs the suite in steps, most
-# important first, each step one `asv run -E existing` that saves its results (asv saves only
-# when a run ends, so a step cut off by the deadline loses only itself):
-#   1. time_ benchmarks of bench_color                        (the speedup tables)
-#   2. time_ benchmarks of bench_filters but the ksize sweep
-#   3. track_*bandwidth of the GPU backends (cupy, jax, cupyx) (the roofline)
-#   4... time_ benchmarks of the other modules, ASV_CHUNK modules per step
-#   last: the rest (ksize sweep, track_ of numpy/opencv, peakmem_), if time is left
+# (machine "h100", the GPU's name in its "cpu" field), then runs the suite in steps of ASV_CHUNK
+# benchmark classes (tools/asv_steps.py), each step one `asv run -E existing` whose results are
+# copied to $OUT as soon as it ends: asv saves only when a run ends, so a step cut off by the
+# deadline loses only its few classes. NumPy's parameter values are left out (ASV_SKIP): the
+# host's NumPy is recorded on the CPU machine, and on this host it takes most of the time.
 # Steps not reached are listed as SKIPPED; run again with ASV_STEPS="..." after copying the
 # results into asv_bench/results/<machine>/ (they are carried in and extended).
-# Timing is trimmed to fit the device budget (-a rounds=1 -a repeat=(3,10,0.5)): fewer samples
+# Timing is trimmed to fit the device budget (-a rounds=1 -a repeat=(2,5,0.2)): fewer samples
 # than asv's default, the same measurement.
 #
 # Environment (all optional):
@@ -32,9 +29,10 @@
 #   PYTHON            interpreter with CuPy and JAX (default python3)
 #   ASV_DEADLINE_S    stop starting steps after this many seconds of the script (default 330)
 #   ASV_BENCH         one regex instead of the steps (e.g. 'GaussianBlur\.time_')
-#   ASV_ATTRS         asv -a overrides (default "rounds=1 repeat=(3,10,0.5) warmup_time=0.05")
+#   ASV_ATTRS         asv -a overrides (default "rounds=1 repeat=(2,5,0.2) warmup_time=0.02")
 #   ASV_STEPS         only these step numbers, e.g. "4 5" (the list is printed at the start)
-#   ASV_CHUNK         modules per "time:" step of the other modules (default 4)
+#   ASV_CHUNK         benchmark classes per step (default 4)
+#   ASV_SKIP          first parameter values left out, comma-separated (default numpy; "" for none)
 #   STRICT=1          fail if src/ or asv_bench/benchmarks/ differ from the bundle's commit
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +46,7 @@ BRANCH=${BRANCH:-main}
 PY=$(command -v "${PYTHON:-python3}") || { echo "gpu_asv: no ${PYTHON:-python3}" >&2; exit 1; }
 DEADLINE_S=${ASV_DEADLINE_S:-330}
 CHUNK=${ASV_CHUNK:-4}
-read -r -a ATTR_LIST <<< "${ASV_ATTRS:-rounds=1 repeat=(3,10,0.5) warmup_time=0.05}"
+read -r -a ATTR_LIST <<< "${ASV_ATTRS:-rounds=1 repeat=(2,5,0.2) warmup_time=0.02}"
 ATTRS=()
 for a in "${ATTR_LIST[@]}"; do ATTRS+=(-a "$a"); done
 START=$SECONDS
@@ -126,22 +124,17 @@ STEPS=()   # "label|regex" (the regex may contain '|')
 if [ -n "${ASV_BENCH:-}" ]; then
   STEPS+=("custom|$ASV_BENCH")
 else
-  STEPS+=("time: bench_color|^bench_color\.[^.]+\.time_")
-  STEPS+=("time: bench_filters|^bench_filters\.(?!GaussianBlurKernelSize\.)[^.]+\.time_")
-  STEPS+=("bandwidth on the GPU|\.track_[^(]*\('(cupy|jax|cupyx)'")
-  others=()
-  for f in asv_bench/benchmarks/bench_*.py; do
-    m=$(basename "$f" .py)
-    [ "$m" = bench_color ] || [ "$m" = bench_filters ] || others+=("$m")
-  done
-  for ((i = 0; i < ${#others[@]}; i += CHUNK)); do
-    chunk=("${others[@]:i:CHUNK}")
-    STEPS+=("time: ${chunk[*]}|^($(IFS='|'; echo "${chunk[*]}"))\.[^.]+\.time_")
-  done
-  STEPS+=("the rest|GaussianBlurKernelSize\.time_|\.track_[^(]*\('(numpy|opencv)'|\.track_[^(]*$|\.peakmem_")
+  while IFS= read -r step; do STEPS+=("$step"); done < <("$PY" tools/asv_steps.py "$CHUNK" "${ASV_SKIP-numpy}")
 fi
 for i in "${!STEPS[@]}"; do log "step $((i + 1)): ${STEPS[i]%%|*}"; done
 read -r -a ONLY <<< "${ASV_STEPS:-}"
+
+copy_back() {
+  mkdir -p "$OUT/results/$MACHINE"
+  compgen -G "$WORK/results/$MACHINE/*.json" > /dev/null || return 0
+  cp "$WORK/results/$MACHINE"/*.json "$OUT/results/$MACHINE/"
+  cp "$WORK/results/benchmarks.json" "$OUT/results/" 2>/dev/null
+}
 
 status=0
 for i in "${!STEPS[@]}"; do
@@ -169,13 +162,11 @@ for i in "${!STEPS[@]}"; do
     124|137) log "step '$label' CUT OFF at the deadline: its results are lost"; status=3 ;;
     *) log "step '$label' exited $rc (failed benchmarks are recorded as failed; see asv_$slug.log)"; [ $status = 0 ] && status=2 ;;
   esac
+  copy_back   # after every step: the device call may end before the script does
 done
 
-# ---- 6. copy the results back --------------------------------------------------------------------
-mkdir -p "$OUT/results/$MACHINE"
-if compgen -G "$WORK/results/$MACHINE/*.json" > /dev/null; then
-  cp "$WORK/results/$MACHINE"/*.json "$OUT/results/$MACHINE/"
-  cp "$WORK/results/benchmarks.json" "$OUT/results/" 2>/dev/null
+# ---- 6. what came back ---------------------------------------------------------------------------
+if compgen -G "$OUT/results/$MACHINE/*.json" > /dev/null; then
   log "results: $(ls "$OUT/results/$MACHINE" | tr '\n' ' ')"
   "$PY" - "$OUT/results/$MACHINE" <<'EOF' 2>&1 | tee -a "$LOG"
 import glob, json, sys

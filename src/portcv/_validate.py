@@ -200,3 +200,28 @@ def count(count: Any) -> Any:
     if tuple(count.shape) != () or not np.issubdtype(np.dtype(count.dtype), np.integer):
         raise TypeError(f"count must be a 0-d integer array, got shape {tuple(count.shape)} dtype {count.dtype}")
     return count
+
+
+def matrix(x: Any, name: str, *, dtypes: Iterable[Any], hint: str = "") -> Any:
+    """Check a 2-D, non-empty array of one of ``dtypes`` (rows of feature vectors, say) and move
+    it to the active backend. ``hint`` is appended to the dtype error (where to get such data)."""
+    if owner_of(x) is None:
+        if not isinstance(x, (list, tuple)):
+            raise TypeError(f"{name} must be an array (NumPy, CuPy or JAX), got {type(x).__name__}")
+        try:
+            x = np.asarray(x)
+        except ValueError:
+            raise ValueError(f"{name} must be a rectangular array; got a ragged nested {type(x).__name__}") from None
+    allowed = tuple(np.dtype(d) for d in dtypes)
+    dtype = np.dtype(x.dtype)
+    if dtype not in allowed:
+        names = ", ".join(d.name for d in allowed)
+        raise TypeError(f"{name} must have one of the dtypes {names}; got {dtype}{hint}")
+    shape = tuple(x.shape)
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be a 2-D array (rows, features), got shape {shape}")
+    if 0 in shape:
+        raise ValueError(f"{name} must not be empty, got shape {shape}")
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise ValueError(f"{name} has {math.prod(shape)} elements; at most {MAX_ELEMENTS} are supported")
+    return asarray(x)

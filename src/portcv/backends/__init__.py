@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 __all__ = [
+    "require_dtype",
     "Backend",
     "BackendUnavailableError",
     "register",
@@ -283,6 +284,23 @@ def to_numpy(array: Any) -> np.ndarray:
 def asarray(array: Any) -> Any:
     """Move ``array`` (any backend, or anything NumPy accepts) to the active backend."""
     return backend().asarray(array)
+
+
+def require_dtype(array: Any, dtype: Any, what: str) -> Any:
+    """``array`` if its dtype is ``dtype``; else a ``RuntimeError`` (at trace time under JAX).
+
+    Kernels whose exactness needs an intermediate of a given width (int64 or float64 sums, the
+    FFT convolution) call this on it. NumPy and CuPy always honour 64-bit dtypes; JAX does only
+    with ``jax_enable_x64``, which the JAX backend turns on when it loads. If a user turns it off
+    again, JAX silently computes in 32 bits and returns wrong pixels: this raises instead.
+    """
+    if np.dtype(array.dtype) != np.dtype(dtype):
+        raise RuntimeError(
+            f"{what} needs a {np.dtype(dtype)} intermediate but got {np.dtype(array.dtype)}: JAX computes in "
+            "32 bits unless jax_enable_x64 is on (portcv turns it on when the jax backend loads; do not turn "
+            "it off while using portcv)"
+        )
+    return array
 
 
 def _register_builtins() -> None:

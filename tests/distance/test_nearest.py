@@ -1,0 +1,153 @@
+"""nearest: k nearest database rows by exact squared distance, ties to the smaller index,
+through the tiled lexicographic (distance, index) minimum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import portcv
+from portcv import distance
+from portcv.distance._nearest import (
+    lexicographic_kmin_kernel,
+    tile_shape,
+    tiled_nearest,
+)
+from portcv.distance._sqeuclidean import check_pair, sqeuclidean_kernel
+
+from ..helpers import assert_same_bits, on_backend
+from . import oracle_sqeuclidean as oracle
+from .features import feature_pairs
+
+
+def both_match_numpy(backend, fn, *args, **kwargs):
+    """``fn`` returns (indices, distances): each equals NumPy's in dtype, shape and bits."""
+    expected = on_backend("numpy", fn, *args, **kwargs)
+    actual = on_backend(backend, fn, *args, **kwargs)
+    for e, a in zip(expected, actual, strict=True):
+        assert portcv.backends.get(backend).owns(a)
+        assert_same_bits(e, a)
+    return expected
+
+
+@given(pair=feature_pairs(), data=st.data())
+def test_nearest_same_bits_on_every_backend(backend, pair, data):
+    F, D = pair
+    k = data.draw(st.integers(1, min(4, D.shape[0])))
+    both_match_numpy(backend, distance.nearest, F, D, k=k)
+
+
+@given(pair=feature_pairs(max_rows=10, max_length=10), data=st.data())
+def test_nearest_equals_the_naive_loops(pair, data):
+    F, D = pair
+    k = data.draw(st.integers(1, D.shape[0]))
+    idx, dist = distance.nearest(F, D, k=k)
+    ref_idx, ref_dist = oracle.nearest(F, D, k)
+    assert idx.dtype == np.int32 and idx.shape == (F.shape[0], k)
+    assert dist.dtype == distance.sqeuclidean(F, D).dtype
+    np.testing.assert_array_equal(idx, ref_idx)
+    np.testing.assert_array_equal(dist, ref_dist)
+
+
+@given(pair=feature_pairs(max_rows=20, max_length=6), data=st.data())
+def test_any_tiling_gives_the_same_neighbours(backend, pair, data):
+    """Tiles of a few rows and columns (many merges, a short last tile) equal the stable
+    argsort of the whole matrix, on every backend."""
+    F, D = pair
+    k = data.draw(st.integers(1, min(3, D.shape[0])))
+    tile_columns = data.draw(st.integers(1, 7))
+    tile_elements = data.draw(st.integers(1, 40))
+    P = distance.sqeuclidean(F, D)
+    order = np.argsort(P, axis=1, kind="stable")[:, :k]
+
+    def run():
+        Fb, Db, params = check_pair(F, D)
+        return tiled_nearest(lambda f, d: sqeuclidean_kernel(f, d, **params), Fb, Db, k=k,
+                             tile_elements=tile_elements, tile_columns=tile_columns)
+
+    idx, dist = both_match_numpy(backend, run)
+    np.testing.assert_array_equal(idx, order)
+    np.testing.assert_array_equal(dist, np.take_along_axis(P, order, axis=1))
+
+
+def test_tile_shape_bounds_memory_and_holds_k_candidates():
+    assert tile_shape(4096, 16384, 1) == (1024, 4096)
+    assert tile_shape(3, 5, 2) == (3, 5)
+    rows, cols = tile_shape(10**6, 10, 10)
+    assert cols == 10 and rows * cols <= 1 << 22
+    assert tile_shape(5, 10_000, 9000)[1] == 9000  # never fewer columns than k
+    # long feature vectors (LBP histograms): the gallery tile's features stay bounded too
+    assert tile_shape(64, 20_000, 1, length=11_907) == (64, (1 << 22) // 11_907)
+    assert tile_shape(10**6, 20_000, 1, length=11_907)[0] == (1 << 22) // 11_907
+
+
+def test_ties_go_to_the_smaller_index(backend):
+    D = np.array([[5, 5], [0, 0], [5, 5], [0, 0], [1, 1], [5, 5]], np.uint8)
+    F = np.array([[5, 5], [0, 0], [3, 3], [1, 0]], np.uint8)
+    idx, dist = both_match_numpy(backend, distance.nearest, F, D, k=3)
+    np.testing.assert_array_equal(idx, [[0, 2, 5], [1, 3, 4], [0, 2, 4], [1, 3, 4]])
+    np.testing.assert_array_equal(dist, [[0, 0, 0], [0, 0, 2], [8, 8, 8], [1, 1, 1]])
+
+
+def test_all_equal_gallery_across_many_tiles(backend):
+    """Every distance equal: the answer is 0, 1, ..., k-1 whichever tile the reduction sees first."""
+    F = np.full((3, 4), 7, np.int8)
+    D = np.full((50, 4), -7, np.int8)
+    def run():
+        Fb, Db, params = check_pair(F, D)
+        return tiled_nearest(lambda f, d: sqeuclidean_kernel(f, d, **params), Fb, Db, k=4,
+                             tile_elements=8, tile_columns=4)
+
+    idx, dist = both_match_numpy(backend, run)
+    np.testing.assert_array_equal(idx, [[0, 1, 2, 3]] * 3)
+    np.testing.assert_array_equal(dist, 4 * 14**2)
+
+
+def test_the_largest_distance_is_a_candidate_like_any_other(backend):
+    """The merge kernel on its own: a distance equal to its dtype's maximum is still returned
+    (taken pairs are masked, not replaced by a sentinel value), in index order; the same for
+    a later chi-square or any other distance with that maximum."""
+    top = np.iinfo(np.int32).max
+    tile = np.array([[top, top, 5, top], [top, top, top, top]], np.int32)
+
+    def merge(k):
+        xp = portcv.backend().xp
+        best_d, best_i = xp.asarray(tile[:, :0]), xp.zeros((2, 0), dtype=xp.int32)
+        first = lexicographic_kmin_kernel(best_d, best_i, xp.asarray(tile[:, :2]), 0, k=min(k, 2))
+        return lexicographic_kmin_kernel(*first, xp.asarray(tile[:, 2:]), 2, k=k)
+
+    idx_d = both_match_numpy(backend, merge, 3)
+    np.testing.assert_array_equal(idx_d[0], [[5, top, top], [top, top, top]])
+    np.testing.assert_array_equal(idx_d[1], [[2, 0, 1], [0, 1, 2]])
+    one = both_match_numpy(backend, merge, 1)
+    np.testing.assert_array_equal(one[1], [[2], [0]])
+
+
+def test_k_equal_to_n_sorts_the_whole_row(backend):
+    rng = np.random.default_rng(3)
+    F = rng.integers(0, 4, (6, 3), dtype=np.uint8)
+    D = rng.integers(0, 4, (9, 3), dtype=np.uint8)
+    idx, dist = both_match_numpy(backend, distance.nearest, F, D, k=9)
+    P = distance.sqeuclidean(F, D)
+    np.testing.assert_array_equal(idx, np.argsort(P, axis=1, kind="stable"))
+    np.testing.assert_array_equal(dist, np.sort(P, axis=1))
+
+
+U8 = np.zeros((4, 6), np.uint8)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: distance.nearest(U8, U8, k=0), ValueError, r"k must be in \[1, inf\], got 0"),
+    (lambda: distance.nearest(U8, U8, k=5), ValueError, r"k must be at most the number of rows of D \(4\), got 5"),
+    (lambda: distance.nearest(U8, U8, k=1.0), TypeError, "k must be an integer"),
+    (lambda: distance.nearest(U8, U8, k=True), TypeError, "k must be an integer"),
+    (lambda: distance.nearest(U8.astype(np.float32), U8), TypeError, "quantize_features"),
+    (lambda: distance.nearest(U8, U8[:, :3]), ValueError, "same number of features"),
+    (lambda: distance.nearest(U8[0], U8), ValueError, "F must be a 2-D array"),
+    (lambda: distance.nearest(U8, U8[:0]), ValueError, "D must not be empty"),
+])
+def test_nearest_rejects_bad_input(call, error, words):
+    with pytest.raises(error, match=words):
+        call()

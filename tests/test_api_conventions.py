@@ -33,12 +33,14 @@ NOT_IMAGE_FIRST = {
     "encode_keyframe", "encode_delta", "encode_end", "parse_header", "synthetic_source",  # stream: packets
     "iter_frames", "read_video", "write_video", "fps_statistics", "run_motion",  # video: files, timings
     "synthetic_rgb", "moving_shapes",  # data: shapes
+    "sqeuclidean", "cdist", "nearest", "quantize_features",  # distance: feature matrices (F, D), x
+    "convolve3d", "fft_error_bound", "quantize_kernel", "gabor_kernel3d",  # volume: video, shapes, kernels
 }
 
 
 def test_every_domain_is_walked():
     assert {m.__name__ for m in DOMAINS} >= {f"portcv.{d}" for d in ("color", "filters", "transform", "edges", "motion",
-                                                                        "codec", "stream", "draw", "video", "detect")}
+                                                                        "codec", "stream", "draw", "video", "detect", "distance", "volume")}
     assert len(PUBLIC) >= 50
 
 

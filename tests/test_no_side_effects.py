@@ -30,6 +30,7 @@ HIST = np.bincount(GRAY.ravel(), minlength=256).astype(np.int32)
 POSITIONS = np.array([3, 40, 41, 500], np.int32)
 RECTS = np.array([[5, 5, 10, 10], [6, 5, 10, 10], [30, 20, 8, 8]], np.int32)
 MASK = np.full((6, 6, 3), 255, np.uint8)
+FEATURES = GRAY[:6, :16].copy()
 
 
 def _diffs():
@@ -52,6 +53,10 @@ CALLS = {
     "color.binarize": (lambda i: portcv.color.binarize(i, 100), (GRAY,)),
     "color.binarize_auto": (portcv.color.binarize_auto, (GRAY,)),
     "detect.group_rectangles": (lambda r: portcv.detect.group_rectangles(r, 1), (RECTS,)),
+    "distance.sqeuclidean": (portcv.distance.sqeuclidean, (FEATURES, FEATURES[::-1].copy())),
+    "distance.cdist": (lambda f, d: portcv.distance.cdist(f, d, "sqeuclidean"), (FEATURES, FEATURES[::-1].copy())),
+    "distance.nearest": (lambda f, d: portcv.distance.nearest(f, d, k=2), (FEATURES, FEATURES[::-1].copy())),
+    "distance.quantize_features": (lambda x: portcv.distance.quantize_features(x, 0.5), (FEATURES.astype(np.float32),)),
     "draw.heatmap": (portcv.draw.heatmap, (RGB, np.roll(RGB, 1, axis=0))),
     "draw.noise_map": (portcv.draw.noise_map, (RGB, np.roll(RGB, 1, axis=0))),
     "draw.noise_map_from_positions": (lambda i, p: portcv.draw.noise_map_from_positions(i, p, 4), (RGB, POSITIONS)),
@@ -84,13 +89,15 @@ CALLS = {
     "transform.resize": (lambda i: portcv.transform.resize(i, scale=0.5), (RGB,)),
     "transform.pyramid": (lambda i: portcv.transform.pyramid(i, scale=1.5), (GRAY,)),
     "transform.pack_pyramid": (lambda i: portcv.transform.pack_pyramid(portcv.transform.pyramid(i, scale=1.5)), (GRAY,)),
+    "volume.convolve3d": (lambda v, k: portcv.volume.convolve3d(v, k, time_mode="same"), (VIDEO[..., 0], np.ones((3, 3, 3), int))),
+    "volume.quantize_kernel": (portcv.volume.quantize_kernel, (np.full((3, 3, 3), 1 / 27),)),
 }
 #: Public functions that take no arrays (files, sizes, tables, scalars) or are iterators/classes.
 NO_ARRAY_INPUT = {
     "data.synthetic_rgb", "data.moving_shapes", "detect.load_cascade", "detect.detect_video", "draw.heatmap_colors",
     "filters.gaussian_taps_q8", "filters.gaussian_kernel", "motion.cell_bounds",
     "stream.encode_end", "stream.parse_header", "stream.synthetic_source", "video.iter_frames", "video.read_video",
-    "video.write_video", "video.fps_statistics", "video.run_motion",
+    "video.write_video", "video.fps_statistics", "video.run_motion", "volume.fft_error_bound", "volume.gabor_kernel3d",
 }
 
 

@@ -25,7 +25,7 @@ template <> struct Limits<short> { static constexpr int lo = -32768, hi = 32767;
 template <> struct Limits<int> { static constexpr int lo = -2147483647 - 1, hi = 2147483647; };
 
 // The one rounding step of every integer filter: int32 accumulator -> OutT. src/portcv/filters/_separable.py
-// (`_finish`, `_FINISH_CODE`) is the same rule on the host; p0, p1 are its finish parameters.
+// (`finish_accumulator`, `_FINISH_CODE`) is the same rule on the host; p0, p1 are its finish parameters.
 // ROUND_SHIFT: (acc + 2^(s-1)) >> s (round half up; arithmetic shift), saturated to OutT.
 // BOX_MULTIPLY: OpenCV's blur for window area A <= 256: ((acc + dd) * ds) >> 23 in uint32.
 // BOX_FLOAT32: OpenCV's blur for A > 256: rint(float32(acc) * float32(1/A)), p1 = the float's

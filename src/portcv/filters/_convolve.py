@@ -4,7 +4,7 @@ Del Vecchio et al.'s direct form (section II-A, eq. 1): every output sums ``KH *
 ``O(MNk^2)`` cost its Table I measures against the separable ``O(MNk)`` of Table II. Used for
 kernels that do not factor (user kernels, the Webcam Streaming & Filters report's 2-D Gaussian). The portable
 array-API version (NumPy reference, JAX under jit) and its CuPy override, which runs
-``_convolve.cu``; both finish with ``_separable._finish`` / ``finish()`` of ``common.cuh``.
+``_convolve.cu``; both finish with ``_separable.finish_accumulator`` / ``finish()`` of ``common.cuh``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from .. import _border, _validate
 from .._border import BORDER_CODE, pad_axis
 from .._kernel import kernel
-from ._separable import _CUDA_TYPE, _FINISH_CODE, MAX_TAPS, _finish, _shift_finish
+from ._separable import _CUDA_TYPE, _FINISH_CODE, MAX_TAPS, finish_accumulator, _shift_finish
 
 #: Largest kernel side; the CUDA tile's shared memory is sized for it.
 MAX_SIZE = 31
@@ -63,7 +63,7 @@ def convolve2d_kernel(
             acc = term if acc is None else acc + term
     if acc is None:
         acc = xp.zeros(img.shape, dtype=xp.int32)
-    return _finish(xp, acc, finish)
+    return finish_accumulator(xp, acc, finish)
 
 
 @convolve2d_kernel.override("cupy", supports="1 to 4 channels, kernels up to 31 x 31; CUDA's grid limit (gridDim.y <= 65535 row tiles)")

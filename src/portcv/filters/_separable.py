@@ -71,7 +71,7 @@ def _horizontal_dtype(xp: Any, kx: tuple) -> Any:
     return None
 
 
-def _finish(xp: Any, acc: Any, finish: tuple) -> Any:
+def finish_accumulator(xp: Any, acc: Any, finish: tuple) -> Any:
     """The one rounding step of a filter (int32 accumulator -> output dtype)."""
     mode, p0, p1, out = finish
     if mode == "shift":
@@ -110,7 +110,7 @@ def separable_filter_kernel(
         acc = xp.astype(acc, narrow)
     # Rows outside a constant border are all `value`, so after the horizontal pass they hold value*sum(kx).
     acc = _correlate_axis(xp, acc, ky, y_axis, border, border_value * sum(kx))
-    return _finish(xp, acc, finish)
+    return finish_accumulator(xp, acc, finish)
 
 
 @separable_filter_kernel.override("cupy")

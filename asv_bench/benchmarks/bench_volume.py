@@ -1,0 +1,156 @@
+"""portcv.volume: Table 1 of Lin et al.'s video-parallelization article on today's machines.
+
+The article's task: k + 3 frames of 720 x 560 uint8 video in, the 4 output frames of a k x k x k
+convolution out ('valid' in time, 'same' in space), for k = 5 ... 15. Here: backend x method x k,
+with the time of one call (its 4 frames), the multiply-adds per second it reaches (``k**3`` per
+output sample, whatever the method), and, on a GPU, that rate as a share of the FP32 FMA peak.
+
+Peers in the same run: ``scipy`` (scipy.ndimage.convolve on float64 for ``direct``,
+scipy.signal.fftconvolve for ``fft``; the CPU) and ``cupyx`` (cupyx.scipy.ndimage.convolve on
+float32 and cupyx.scipy.signal.fftconvolve; the GPU). A peer has no ``hybrid``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+import numpy as np
+
+import portcv
+
+from ._common import BACKENDS, Benchmark, Operation, not_supported, require
+
+SCIPY, CUPYX = "scipy", "cupyx"
+KS = [5, 7, 9, 11, 13, 15]
+METHODS = ["direct", "fft", "hybrid"]
+#: H100 SXM: 66.9 TFLOP/s FP32 = 33.45 T fused multiply-adds per second.
+FMA_PEAK = 33.45e12
+#: On the host, direct sums take over 5 s a call from k = 11 (NumPy's int32 slice products, XLA's
+#: CPU convolution, scipy.ndimage): skipped there, as the article's CPU table stops direct at 15
+#: with minutes a call.
+HOST_DIRECT_MAX_K = 9
+
+
+def _on_host(backend: str) -> bool:
+    if backend in ("numpy", SCIPY):
+        return True
+    if backend == "jax":
+        return require("jax").runs_on_host
+    return False
+
+
+def _article_clip(k: int) -> np.ndarray:
+    rng = np.random.default_rng(k)
+    return rng.integers(0, 256, (k + 3, 560, 720), dtype=np.uint8)
+
+
+def _article_kernel(k: int) -> np.ndarray:
+    taps, _ = portcv.volume.quantize_kernel(np.random.default_rng(100 + k).standard_normal((k, k, k)), bits=16)
+    return taps
+
+
+def _peer(backend: str, method: str, k: int):
+    """The peer's call on a reflect101-padded float clip: 'valid' results of the same size."""
+    kernel = _article_kernel(k).astype(np.float64)
+    pad = ((0, 0), (k // 2, k // 2), (k // 2, k // 2))
+    if method == "hybrid":
+        not_supported(backend, "hybrid method")
+    try:
+        if backend == SCIPY:
+            ndimage, signal = importlib.import_module("scipy.ndimage"), importlib.import_module("scipy.signal")
+            xp, dtype, arrays = np, np.float64, "numpy"
+        else:
+            ndimage = importlib.import_module("cupyx.scipy.ndimage")
+            signal = importlib.import_module("cupyx.scipy.signal")
+            xp, dtype, arrays = importlib.import_module("cupy"), np.float32, "cupy"
+    except ImportError as exc:
+        raise NotImplementedError(f"peer {backend!r} unavailable ({exc})") from exc
+    require(arrays)
+    clip = np.pad(_article_clip(k), pad, mode="reflect").astype(dtype)
+    k_dev = xp.asarray(kernel.astype(dtype))
+    if method == "fft":
+        return arrays, lambda v: signal.fftconvolve(v, k_dev, mode="valid"), clip
+    half = k // 2
+    return arrays, lambda v: ndimage.convolve(v, k_dev, mode="constant")[half:-half, half:-half, half:-half], clip
+
+
+class Convolve3D(Benchmark):
+    """Table 1's layout: one call = the 4 output frames of a k-cube convolution of k + 3 frames."""
+
+    params = [BACKENDS + [SCIPY, CUPYX], METHODS, KS]
+    param_names = ["backend", "method", "k"]
+    timeout = 300
+
+    def setup(self, backend, method, k):
+        if method == "direct" and k > HOST_DIRECT_MAX_K and _on_host(backend):
+            not_supported(backend, f"direct method on the host at k > {HOST_DIRECT_MAX_K} within the benchmark timeout")
+        if backend in (SCIPY, CUPYX):
+            arrays, fn, clip = _peer(backend, method, k)
+            self.op = Operation(arrays, fn, clip)
+        else:
+            kernel = _article_kernel(k)
+            self.op = Operation(backend, lambda v: portcv.volume.convolve3d(v, kernel, method=method), _article_clip(k))
+        self.macs = 4 * 560 * 720 * k**3
+
+    def time_convolve3d(self, backend, method, k):
+        self.op()
+
+    def track_gmacs(self, backend, method, k):
+        """Multiply-adds of eq. (1) per second (k**3 per output sample), in billions."""
+        return round(self.macs / self._seconds() / 1e9, 2)
+
+    track_gmacs.unit = "GMAC/s"
+
+    def track_fma_peak_percent(self, backend, method, k):
+        """That rate against the H100's FP32 FMA peak (33.45 T/s); GPU backends only."""
+        if _on_host(backend):
+            not_supported(backend, "GPU")
+        return round(100 * self.macs / self._seconds() / FMA_PEAK, 2)
+
+    track_fma_peak_percent.unit = "%"
+
+    def _seconds(self, calls: int = 3) -> float:
+        times = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            self.op()
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+
+
+class Convolver3DPush(Benchmark):
+    """Live video: ``Convolver3D.push`` of one 720x560 frame through a 9-cube (one output frame)."""
+
+    params = [BACKENDS, ["direct", "hybrid"]]
+    param_names = ["backend", "method"]
+
+    def setup(self, backend, method):
+        if method == "direct" and _on_host(backend):
+            not_supported(backend, "direct method on the host within the benchmark timeout")
+        require(backend)
+        self.backend = backend
+        clip = _article_clip(9)
+        with portcv.using(backend):
+            self.frames = [portcv.asarray(f) for f in clip]
+            self.conv = portcv.volume.Convolver3D(_article_kernel(9), (560, 720), method=method)
+            for f in self.frames[:9]:
+                self.conv.push(f)  # the ring is full: every push makes a frame
+
+    def time_push(self, backend, method):
+        with portcv.using(self.backend) as b:
+            b.block(self.conv.push(self.frames[9]))
+
+
+class KernelsOnTheHost(Benchmark):
+    """Host-side set-up of a call: a Gabor bank (8 orientations x 2 speeds, k = 15) and the FFT
+    error bound of the article's task."""
+
+    def setup(self):
+        self.taps = _article_kernel(15)
+
+    def time_gabor_kernel3d_bank(self):
+        portcv.volume.gabor_kernel3d(15, 3.0, 8.0, theta=np.linspace(0, np.pi, 8, endpoint=False), speed=[-1.0, 1.0])
+
+    def time_fft_error_bound(self):
+        portcv.volume.fft_error_bound((18, 560, 720), np.uint8, self.taps)

@@ -46,9 +46,9 @@ FFT_BOUND_CONSTANT = 12.0
 #: seconds per multiply-add of ``direct``, seconds per ``N log2 N`` unit of the FFT methods, and
 #: the FFT method to use. On the host (NumPy, 2 cores): direct ~2 ns per MAC, the float64 3-D FFT
 #: ~1.5 ns per unit and the hybrid method faster still (paper size, k = 15: direct ~20 s, 3-D FFT
-#: 0.30 s, hybrid 0.18 s). On a GPU (H100): the CUDA direct kernel ~0.07 ps per MAC, cuFFT float64
-#: ~7.6 ps per unit (a 3-D round trip at k = 15: 1.3 ms).
-COSTS = {"host": (2e-9, 1.5e-9, "hybrid"), "device": (7e-14, 7.6e-12, "fft")}
+#: 0.30 s, hybrid 0.18 s). On a GPU (H100, CuPy, tools/volume_timing.py): the CUDA direct kernel
+#: ~0.16 ps per MAC (k = 15: 0.85 ms a call), cuFFT float64 ~3 ps per unit (k = 15: 1.6 ms).
+COSTS = {"host": (2e-9, 1.5e-9, "hybrid"), "device": (1.6e-13, 3e-12, "fft")}
 
 
 def _smooth7(n: int) -> int:
@@ -250,6 +250,11 @@ def exact_in_float32(video_dtype: Any, taps: np.ndarray) -> bool:
     return int(per_kernel.max()) * max(abs(lo), abs(hi)) < 2**24
 
 
+@functools.lru_cache(maxsize=64)
+def _float32_exact_for(video_dtype: str, taps: tuple, shape: tuple) -> bool:
+    return exact_in_float32(video_dtype, _taps_array(taps, shape))
+
+
 @convolve3d_direct_kernel.override("cupy", supports="kernel widths up to 31, at most 12,288 taps per kernel")
 def _convolve3d_direct_cupy(padded: Any, *, taps: tuple, shape: tuple) -> Any:
     import cupy
@@ -267,7 +272,7 @@ def _convolve3d_direct_cupy(padded: Any, *, taps: tuple, shape: tuple) -> Any:
     grid = (-(-w // (_CUDA_BLOCK[0] * _CUDA_X_PER_THREAD)), -(-h // _CUDA_BLOCK[1]), planes * f_count * t_blocks)
     if grid[1] > 65535 or grid[2] > 65535:
         return NotImplemented
-    as_float = exact_in_float32(padded.dtype, _taps_array(taps, shape))
+    as_float = _float32_exact_for(np.dtype(padded.dtype).name, taps, shape)
     acc_type = "float" if as_float else "int"
     fn = cuda_function(__name__, f"portcv_convolve3d<{_CUDA_INPUT[np.dtype(padded.dtype).name]},{acc_type},{kw}>")
     src = cupy.ascontiguousarray(padded)
@@ -285,9 +290,9 @@ def _convolve3d_direct_jax(padded: Any, *, taps: tuple, shape: tuple) -> Any:
     # XLA has no integer convolution on the GPU, and the portable code (one slice per tap) makes
     # a program of k**3 operations: use XLA's float32 convolution where it is exact, else the
     # float64 FFT (same bits by its bound).
+    if _float32_exact_for(np.dtype(padded.dtype).name, taps, shape):
+        return _jax_conv()(padded, _taps_array(taps, shape).astype(np.float32))
     w4 = _taps_array(taps, shape)
-    if exact_in_float32(padded.dtype, w4):
-        return _jax_conv()(padded, w4.astype(np.float32))
     if _fft_error_bound(padded.dtype, tuple(padded.shape), w4, "fft") < FFT_BOUND_LIMIT:
         return convolve3d_fft_kernel.portable_for(backend())(padded, taps=taps, shape=shape)
     return NotImplemented
@@ -363,6 +368,14 @@ def _check_accumulator(video_dtype: Any, taps: np.ndarray, rounding: int) -> Non
             f"{max(abs(lo), abs(hi))}) would overflow the int32 accumulator; use smaller taps "
             "(quantize_kernel(kernel, bits=...) with fewer bits)"
         )
+
+
+@functools.lru_cache(maxsize=64)
+def _correlation_taps(taps: bytes, shape: tuple) -> tuple:
+    """The kernel flipped on its three axes (eq. (1) is a convolution; the methods correlate) as
+    the static tuple the kernels take; cached, since a k = 15 kernel has 3,375 taps to convert."""
+    flipped = np.frombuffer(taps, dtype=np.int64).reshape(shape)[:, ::-1, ::-1, ::-1]
+    return tuple(int(t) for t in flipped.ravel())
 
 
 def pad_video(xp: Any, video: Any, kernel_shape: tuple[int, int, int], border: str, border_value: int,
@@ -469,9 +482,8 @@ def convolve3d(
     xp = backend().xp
     padded = pad_video(xp, vid, (kt, kh, kw), border, border_value, time_mode)
     chosen = choose_method(method, vid.dtype, tuple(padded.shape), taps)
-    correlation = taps[:, ::-1, ::-1, ::-1]  # eq. (1) is a convolution: the methods correlate
     method_kernel = {"direct": convolve3d_direct_kernel, "fft": convolve3d_fft_kernel,
                      "hybrid": convolve3d_hybrid_kernel}[chosen]
-    acc = method_kernel(padded, taps=tuple(int(t) for t in correlation.ravel()), shape=taps.shape)
+    acc = method_kernel(padded, taps=_correlation_taps(taps.tobytes(), taps.shape), shape=taps.shape)
     out = finish_accumulator(xp, acc, ("shift", shift, 0, out_dtype))
     return out if bank else out[..., 0, :, :, :]

@@ -1,0 +1,54 @@
+"""GPU figures of portcv.volume and portcv.distance at the article's sizes (docs/volume.md,
+docs/distance.md): ms per call of back-to-back calls (CUDA events on CuPy, one wait at the end on
+JAX), with one synchronized call beside it, and GMAC/s / % of the FP32 FMA peak for convolve3d.
+
+    python tools/volume_timing.py [--quick]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import portcv
+from timing import gpu_time_ms, jax_queue_ms, synced_ms
+
+FMA_PEAK = 33.45e12  # H100 SXM FP32 FMA/s
+
+
+def main(quick: bool) -> None:
+    rng = np.random.default_rng(0)
+    for k in (5, 9, 15):
+        clip = rng.integers(0, 256, (k + 3, 560, 720), dtype=np.uint8)
+        taps, _ = portcv.volume.quantize_kernel(rng.standard_normal((k, k, k)), bits=16)
+        macs = 4 * 560 * 720 * k**3
+        for name in ("cupy", "jax"):
+            with portcv.using(name) as b:
+                v = portcv.asarray(clip)
+                for method in ("direct", "fft", "hybrid"):
+                    fn = lambda: portcv.volume.convolve3d(v, taps, method=method)  # noqa: E731
+                    if name == "cupy":
+                        per_call, _ = gpu_time_ms(fn, repeat=10 if quick else 30, rounds=3)
+                    else:
+                        per_call = jax_queue_ms(fn, repeat=10 if quick else 30, rounds=3)
+                    single = synced_ms(lambda: b.block(fn()), n=5)
+                    print(f"convolve3d {name:5s} {method:7s} k={k:2d}: {per_call:8.3f} ms/call (4 frames), "
+                          f"single {single:8.3f} ms, {macs / per_call / 1e6:8.1f} GMAC/s, "
+                          f"{100 * macs / (per_call * 1e-3) / FMA_PEAK:5.1f} % FMA peak", flush=True)
+    for m, n, l in ((4096, 16384, 128), (64, 20000, 11907)):
+        F = rng.integers(0, 256, (m, l), dtype=np.uint8)
+        D = rng.integers(0, 256, (n, l), dtype=np.uint8)
+        for name in ("cupy", "jax"):
+            with portcv.using(name):
+                f, d = portcv.asarray(F), portcv.asarray(D)
+                for what, fn in (("sqeuclidean", lambda: portcv.distance.sqeuclidean(f, d)),
+                                 ("nearest", lambda: portcv.distance.nearest(f, d, k=1))):
+                    per_call = (gpu_time_ms(fn, repeat=3, rounds=3, warmup=2)[0] if name == "cupy"
+                                else jax_queue_ms(fn, repeat=3, rounds=3, warmup=2))
+                    print(f"distance {name:5s} {what:11s} {m}x{n}x{l}: {per_call:9.3f} ms/call, "
+                          f"{m * n * l / per_call / 1e6:8.1f} GMAC/s", flush=True)
+
+
+if __name__ == "__main__":
+    main("--quick" in sys.argv)

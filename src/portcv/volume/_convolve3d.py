@@ -26,7 +26,7 @@ import numpy as np
 from .. import _validate
 from .._border import BORDERS, pad_axis
 from .._kernel import kernel
-from ..backends import backend, require_dtype
+from ..backends import backend, require_dtype, to_numpy
 from ..filters._separable import OUT_DTYPES, finish_accumulator
 
 #: Video dtypes and their value ranges (the exactness bounds use the largest magnitude).
@@ -335,11 +335,7 @@ def check_video(video: Any, name: str = "video") -> Any:
 def check_kernel(kernel: Any, name: str = "kernel") -> tuple[np.ndarray, bool]:
     """Integer taps (kt, kh, kw) or a bank (F, kt, kh, kw), odd sides 1..31 -> (int64 (F, kt,
     kh, kw) on the host, whether it was a bank)."""
-    if hasattr(kernel, "__cuda_array_interface__") or type(kernel).__module__.startswith(("cupy", "jax")):
-        from ..backends import to_numpy
-
-        kernel = to_numpy(kernel)
-    arr = np.asarray(kernel)
+    arr = to_numpy(kernel)  # any backend's array, a NumPy array or nested lists: read on the host
     if arr.ndim not in (3, 4):
         raise ValueError(f"{name} must be a 3-D kernel (kt, kh, kw) or a bank (F, kt, kh, kw), got shape {arr.shape}")
     if 0 in arr.shape:

@@ -51,6 +51,18 @@ FFT_BOUND_CONSTANT = 12.0
 COSTS = {"host": (2e-9, 1.5e-9, "hybrid"), "device": (1.6e-13, 3e-12, "fft")}
 
 
+def largest_sample(video_dtype: Any) -> int:
+    """The largest magnitude a sample of ``video_dtype`` can have (255, 65535, 32768)."""
+    lo, hi = VIDEO_DTYPES[np.dtype(video_dtype).name]
+    return max(abs(lo), abs(hi))
+
+
+def worst_case_sum(video_dtype: Any, taps: np.ndarray) -> int:
+    """The largest magnitude any partial sum of the direct method can reach: the largest
+    ``sum|taps|`` of a kernel of the bank ``taps`` (F, kt, kh, kw) times the largest sample."""
+    return int(np.abs(taps.reshape(taps.shape[0], -1)).sum(axis=1).max()) * largest_sample(video_dtype)
+
+
 def _smooth7(n: int) -> int:
     """The smallest 7-smooth integer >= n (2^a 3^b 5^c 7^d): FFT sizes every library does fast,
     without Bluestein's algorithm (whose extra rounding the error bound does not cover)."""
@@ -119,8 +131,7 @@ def _fft_error_bound(video_dtype: Any, padded_shape: tuple[int, ...], kernel: An
     static kernel, so checking it never waits for the device. The FFT methods run only while
     ``B < 0.25``.
     """
-    lo, hi = VIDEO_DTYPES[np.dtype(video_dtype).name]
-    vmax = max(abs(lo), abs(hi))
+    vmax = largest_sample(video_dtype)
     taps = np.asarray(kernel, dtype=np.float64)
     taps = taps.reshape((-1,) + taps.shape[-3:])
     norm = float(np.sqrt((taps**2).sum(axis=(1, 2, 3))).max())
@@ -245,9 +256,7 @@ _CUDA_FRAMES_PER_THREAD = 4
 def exact_in_float32(video_dtype: Any, taps: np.ndarray) -> bool:
     """Whether every partial sum of the direct method is an integer below 2**24 in magnitude, so
     float32 multiply-adds are exact in any order (cuDNN's or FFMA's)."""
-    lo, hi = VIDEO_DTYPES[np.dtype(video_dtype).name]
-    per_kernel = np.abs(taps.reshape(taps.shape[0], -1)).sum(axis=1)
-    return int(per_kernel.max()) * max(abs(lo), abs(hi)) < 2**24
+    return worst_case_sum(video_dtype, taps) < 2**24
 
 
 @functools.lru_cache(maxsize=64)
@@ -290,9 +299,9 @@ def _convolve3d_direct_jax(padded: Any, *, taps: tuple, shape: tuple) -> Any:
     # XLA has no integer convolution on the GPU, and the portable code (one slice per tap) makes
     # a program of k**3 operations: use XLA's float32 convolution where it is exact, else the
     # float64 FFT (same bits by its bound).
-    if _float32_exact_for(np.dtype(padded.dtype).name, taps, shape):
-        return _jax_conv()(padded, _taps_array(taps, shape).astype(np.float32))
     w4 = _taps_array(taps, shape)
+    if _float32_exact_for(np.dtype(padded.dtype).name, taps, shape):
+        return _jax_conv()(padded, w4.astype(np.float32))
     if _fft_error_bound(padded.dtype, tuple(padded.shape), w4, "fft") < FFT_BOUND_LIMIT:
         return convolve3d_fft_kernel.portable_for(backend())(padded, taps=taps, shape=shape)
     return NotImplemented
@@ -355,13 +364,11 @@ def check_kernel(kernel: Any, name: str = "kernel") -> tuple[np.ndarray, bool]:
 
 
 def _check_accumulator(video_dtype: Any, taps: np.ndarray, rounding: int) -> None:
-    lo, hi = VIDEO_DTYPES[np.dtype(video_dtype).name]
-    l1 = int(np.abs(taps.reshape(taps.shape[0], -1)).sum(axis=1).max())
-    bound = l1 * max(abs(lo), abs(hi)) + rounding
-    if bound > 2**31 - 1:
+    vmax, worst = largest_sample(video_dtype), worst_case_sum(video_dtype, taps)
+    if worst + rounding > 2**31 - 1:
         raise ValueError(
-            f"kernel: the worst-case sum over {np.dtype(video_dtype)} video (sum|kernel| = {l1} times "
-            f"{max(abs(lo), abs(hi))}) would overflow the int32 accumulator; use smaller taps "
+            f"kernel: the worst-case sum over {np.dtype(video_dtype)} video (sum|kernel| = {worst // vmax} "
+            f"times {vmax}) would overflow the int32 accumulator; use smaller taps "
             "(quantize_kernel(kernel, bits=...) with fewer bits)"
         )
 

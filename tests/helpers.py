@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from hypothesis import strategies as st
@@ -33,6 +34,23 @@ def on_backend(backend: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         out = fn(*args, **kwargs)
         assert portcv.backend().owns(out) if not isinstance(out, tuple) else True
         return out
+
+
+@contextlib.contextmanager
+def jax_without_x64() -> Iterator[None]:
+    """The JAX backend with ``jax_enable_x64`` turned off inside the block (a user's mistake the
+    backend's ``require_dtype`` checks must catch); skips where JAX or its scoped switch is missing."""
+    import pytest
+
+    jax = pytest.importorskip("jax")
+    try:
+        portcv.backends.get("jax")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    if not hasattr(jax, "enable_x64"):
+        pytest.skip("this JAX has no scoped jax.enable_x64")
+    with portcv.using("jax"), jax.enable_x64(False):
+        yield
 
 
 def matches_numpy(backend: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:

@@ -13,7 +13,7 @@ import portcv
 from portcv import distance
 from portcv.distance._sqeuclidean import result_dtype
 
-from ..helpers import assert_same_bits, matches_numpy
+from ..helpers import assert_same_bits, jax_without_x64, matches_numpy
 from . import oracle_sqeuclidean as oracle
 from .features import feature_pairs, sift_descriptors
 
@@ -178,15 +178,8 @@ def test_cdist_has_no_default_metric():
 @pytest.mark.filterwarnings("ignore:Explicitly requested dtype int64")
 def test_jax_without_64_bit_mode_refuses_int64_distances():
     """The trace-time check: JAX with x64 off would compute the int64 path in int32."""
-    jax = pytest.importorskip("jax")
-    try:
-        portcv.backends.get("jax")
-    except portcv.BackendUnavailableError as exc:
-        pytest.skip(str(exc))
-    if not hasattr(jax, "enable_x64"):
-        pytest.skip("this JAX has no scoped jax.enable_x64")
     F = np.zeros((2, 3), np.int16)
-    with portcv.using("jax"), jax.enable_x64(False), pytest.raises(RuntimeError, match="jax_enable_x64 is on"):
+    with jax_without_x64(), pytest.raises(RuntimeError, match="jax_enable_x64 is on"):
         distance.sqeuclidean(F, F)
 
 

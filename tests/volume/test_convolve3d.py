@@ -13,7 +13,7 @@ import portcv
 from portcv import volume
 from portcv.volume import _convolve3d
 
-from ..helpers import assert_same_bits, matches_numpy
+from ..helpers import assert_same_bits, jax_without_x64, matches_numpy
 from . import oracle_convolve3d as oracle
 
 METHODS = ("direct", "fft", "hybrid")
@@ -272,13 +272,6 @@ def test_a_gabor_filtered_real_clip_is_the_same_on_every_backend(backend):
 def test_jax_without_64_bit_mode_refuses_the_fft_methods(method):
     """The trace-time check: with x64 off, JAX would compute the float64 FFT in float32 and round
     to wrong integers; portcv raises instead."""
-    jax = pytest.importorskip("jax")
-    try:
-        portcv.backends.get("jax")
-    except portcv.BackendUnavailableError as exc:
-        pytest.skip(str(exc))
-    if not hasattr(jax, "enable_x64"):
-        pytest.skip("this JAX has no scoped jax.enable_x64")
     video = np.zeros((4, 6, 7), np.uint8)
-    with portcv.using("jax"), jax.enable_x64(False), pytest.raises(RuntimeError, match="jax_enable_x64 is on"):
+    with jax_without_x64(), pytest.raises(RuntimeError, match="jax_enable_x64 is on"):
         volume.convolve3d(video, np.ones((3, 3, 3), int), method=method)

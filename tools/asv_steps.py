@@ -4,9 +4,10 @@ One step is CHUNK benchmark classes, in the order of asv_bench/results/benchmark
 step cut off by the device's deadline loses only its few classes (asv saves results only when a
 run ends). Parameter combinations whose first value is in SKIP (comma-separated, e.g. "numpy":
 the CPU machine records NumPy) are left out; the regex keeps every other combination and every
-benchmark without parameters.
+benchmark without parameters. With MISSING (a machine name), only the classes that have no
+result yet in asv_bench/results/MISSING/ are listed: how a later session fills the gaps.
 
-    python tools/asv_steps.py CHUNK [SKIP]
+    python tools/asv_steps.py CHUNK [SKIP [MISSING]]
 """
 
 import json
@@ -14,11 +15,23 @@ import re
 import sys
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "asv_bench" / "results" / "benchmarks.json"
+RESULTS = Path(__file__).resolve().parent.parent / "asv_bench" / "results"
+BENCHMARKS = RESULTS / "benchmarks.json"
 
 
-def steps(chunk: int, skip: list[str]) -> list[str]:
+def recorded(machine: str) -> set[str]:
+    """Benchmarks with a result in any commit's file of `machine`."""
+    names = set()
+    for path in (RESULTS / machine).glob("*-*.json"):
+        names.update(json.loads(path.read_text()).get("results", {}))
+    return names
+
+
+def steps(chunk: int, skip: list[str], missing_on: str = "") -> list[str]:
     names = [name for name in json.loads(BENCHMARKS.read_text()) if name != "version"]
+    if missing_on:
+        done = recorded(missing_on)
+        names = [name for name in names if name not in done]
     classes = list(dict.fromkeys(name.rsplit(".", 1)[0] for name in names))
     # asv matches a parameterized benchmark as "module.Class.method('cupy', '640x480')"
     first_value = "" if not skip else "(?!%s)" % "|".join(re.escape(f"'{s}'") for s in skip)
@@ -34,4 +47,4 @@ def steps(chunk: int, skip: list[str]) -> list[str]:
 if __name__ == "__main__":
     chunk = int(sys.argv[1])
     skip = [s for s in (sys.argv[2] if len(sys.argv) > 2 else "").split(",") if s]
-    print("\n".join(steps(chunk, skip)))
+    print("\n".join(steps(chunk, skip, sys.argv[3] if len(sys.argv) > 3 else "")))

@@ -33,6 +33,7 @@
 #   ASV_STEPS         only these step numbers, e.g. "4 5" (the list is printed at the start)
 #   ASV_CHUNK         benchmark classes per step (default 4)
 #   ASV_SKIP          first parameter values left out, comma-separated (default numpy; "" for none)
+#   ASV_MISSING=1     only the benchmark classes with no result yet in asv_bench/results/<machine>/
 #   STRICT=1          fail if src/ or asv_bench/benchmarks/ differ from the bundle's commit
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -124,7 +125,8 @@ STEPS=()   # "label|regex" (the regex may contain '|')
 if [ -n "${ASV_BENCH:-}" ]; then
   STEPS+=("custom|$ASV_BENCH")
 else
-  while IFS= read -r step; do STEPS+=("$step"); done < <("$PY" tools/asv_steps.py "$CHUNK" "${ASV_SKIP-numpy}")
+  while IFS= read -r step; do STEPS+=("$step"); done < <("$PY" tools/asv_steps.py "$CHUNK" "${ASV_SKIP-numpy}" \
+    "$([ "${ASV_MISSING:-0}" = 1 ] && echo "$MACHINE")")
 fi
 for i in "${!STEPS[@]}"; do log "step $((i + 1)): ${STEPS[i]%%|*}"; done
 read -r -a ONLY <<< "${ASV_STEPS:-}"

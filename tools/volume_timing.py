@@ -2,7 +2,7 @@
 docs/distance.md): ms per call of back-to-back calls (CUDA events on CuPy, one wait at the end on
 JAX), with one synchronized call beside it, and GMAC/s / % of the FP32 FMA peak for convolve3d.
 
-    python tools/volume_timing.py [--quick]
+    python tools/volume_timing.py [--quick] [--distance]   # --distance: the distances only
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from timing import gpu_time_ms, jax_queue_ms, synced_ms
 FMA_PEAK = 33.45e12  # H100 SXM FP32 FMA/s
 
 
-def main(quick: bool) -> None:
+def main(quick: bool, distance_only: bool) -> None:
     rng = np.random.default_rng(0)
-    for k in (5, 9, 15):
+    for k in () if distance_only else (5, 9, 15):
         clip = rng.integers(0, 256, (k + 3, 560, 720), dtype=np.uint8)
         taps, _ = portcv.volume.quantize_kernel(rng.standard_normal((k, k, k)), bits=16)
         macs = 4 * 560 * 720 * k**3
@@ -44,11 +44,14 @@ def main(quick: bool) -> None:
                 f, d = portcv.asarray(F), portcv.asarray(D)
                 for what, fn in (("sqeuclidean", lambda: portcv.distance.sqeuclidean(f, d)),
                                  ("nearest", lambda: portcv.distance.nearest(f, d, k=1))):
-                    per_call = (gpu_time_ms(fn, repeat=3, rounds=3, warmup=2)[0] if name == "cupy"
-                                else jax_queue_ms(fn, repeat=3, rounds=3, warmup=2))
+                    if name == "cupy":
+                        per_call, _ = gpu_time_ms(fn, repeat=3, rounds=3, warmup=2)
+                    else:
+                        per_call = jax_queue_ms(fn, repeat=3, rounds=3, warmup=2)
+                    single = synced_ms(lambda: portcv.backend().block(fn()), n=5)
                     print(f"distance {name:5s} {what:11s} {m}x{n}x{l}: {per_call:9.3f} ms/call, "
-                          f"{m * n * l / per_call / 1e6:8.1f} GMAC/s", flush=True)
+                          f"single {single:9.3f} ms, {m * n * l / per_call / 1e6:8.1f} GMAC/s", flush=True)
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv)
+    main("--quick" in sys.argv, "--distance" in sys.argv)

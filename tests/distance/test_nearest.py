@@ -151,3 +151,30 @@ U8 = np.zeros((4, 6), np.uint8)
 def test_nearest_rejects_bad_input(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+# Shapes across the CUDA kernel's 128 x 128 blocks and 64-byte feature steps: one row, one past
+# a block, odd gallery sizes (P's rows not 8-byte aligned), lengths that are and are not whole
+# 16-byte vectors, one shorter than a feature step; a gallery view that starts mid-allocation.
+BLOCK_EDGE_SHAPES = [(1, 300, 16), (129, 257, 128), (200, 129, 65), (130, 3, 11)]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("m, n, length", BLOCK_EDGE_SHAPES)
+def test_block_edges_and_the_fused_one_nearest(backend, m, n, length, dtype):
+    """The matrix and k = 1 (fused on CuPy: the tile's minimum per row folded by a 64-bit
+    atomicMin) equal NumPy and the stable argsort of the whole matrix; repeated gallery rows
+    in different blocks make ties across blocks, which go to the smaller index."""
+    rng = np.random.default_rng(m * n + length)
+    lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+    F = rng.integers(lo, hi, (m, length), endpoint=True).astype(dtype)
+    D = rng.integers(lo, hi, (n + 1, length), endpoint=True).astype(dtype)[1:]  # a view: offset by one row
+    D[n // 2:] = D[:n - n // 2]  # the second half repeats the first: every nearest row is tied
+    F[: m // 2] = D[rng.integers(0, n, m // 2)]  # and half the queries are in the gallery
+    P = on_backend("numpy", distance.sqeuclidean, F, D)
+    assert_same_bits(P, on_backend(backend, distance.sqeuclidean, F, D))
+    idx, dist = both_match_numpy(backend, distance.nearest, F, D, k=1)
+    order = np.argsort(P, axis=1, kind="stable")[:, :1]
+    np.testing.assert_array_equal(idx, order)
+    np.testing.assert_array_equal(dist, np.take_along_axis(P, order, axis=1))
+    both_match_numpy(backend, distance.nearest, F, D, k=2)

@@ -22,7 +22,7 @@ import numpy as np
 from .. import _validate
 from .._kernel import kernel
 from ..backends import backend
-from ._sqeuclidean import check_pair, sqeuclidean_kernel
+from ._sqeuclidean import check_pair, run_tensor_core, sqeuclidean_kernel, tensor_core_case
 
 #: Distances per tile (4M: 16 MB of int32, plus the float temporaries of NumPy's BLAS path).
 TILE_ELEMENTS = 1 << 22
@@ -186,5 +186,28 @@ def nearest(F: Any, D: Any, *, k: int = 1) -> tuple[Any, Any]:
     n = D.shape[0]
     if k > n:
         raise ValueError(f"k must be at most the number of rows of D ({n}), got {k}")
-    return tiled_nearest(lambda f, d: sqeuclidean_kernel(f, d, **params), F, D, k=k)
+    return nearest_sqeuclidean_kernel(F, D, k=k, **params)
+
+
+@kernel("nearest_sqeuclidean")
+def nearest_sqeuclidean_kernel(xp: Any, F: Any, D: Any, *, k: int, center: int, dtype: str) -> tuple[Any, Any]:
+    """Portable :func:`nearest`: :func:`tiled_nearest` over eq. (3) tiles (each tile through
+    ``sqeuclidean_kernel``, so through a backend's own distance kernel)."""
+    return tiled_nearest(lambda f, d: sqeuclidean_kernel(f, d, center=center, dtype=dtype), F, D, k=k)
+
+
+@nearest_sqeuclidean_kernel.override("jax", supports="every input (one compiled program per tile shape)")
+def _nearest_sqeuclidean_jax(F: Any, D: Any, *, k: int, center: int, dtype: str) -> tuple[Any, Any]:
+    # The tiles run as separate jitted programs: one program over every tile would be unrolled
+    # over the whole gallery and compiled again for each gallery size.
+    return nearest_sqeuclidean_kernel.portable(None, F, D, k=k, center=center, dtype=dtype)
+
+
+@nearest_sqeuclidean_kernel.override(
+    "cupy", supports="every input: k = 1 of 8-bit features fused on int8 tensor cores (the m x n "
+    "distances are never written); otherwise tiles of the CUDA distance kernel")
+def _nearest_sqeuclidean_cupy(F: Any, D: Any, *, k: int, center: int, dtype: str) -> tuple[Any, Any]:
+    if k == 1 and tensor_core_case(F, D, dtype):
+        return run_tensor_core(F, D, center=center, nearest=True)
+    return nearest_sqeuclidean_kernel.portable(None, F, D, k=k, center=center, dtype=dtype)
 

@@ -4,9 +4,10 @@
 ``D`` (n x l), computed exactly in integers through the expansion
 ``P = ||f||^2 + ||d||^2 - 2 f.d``: one matrix product (the paper's tiled kernel is the same
 product, its Table 3 "pairwise distance" column) and two row norms. The portable array-API
-version is the NumPy reference (on the read-only test backend), the JAX path under ``jit`` and,
-for now, the CuPy path; NumPy runs an exact float BLAS product and JAX an integer
-``dot_general`` (int8 x int8 -> int32 for 8-bit features, the tensor-core GEMM on a GPU).
+version is the NumPy reference (on the read-only test backend) and the JAX path under ``jit``;
+NumPy runs an exact float BLAS product, JAX an integer ``dot_general`` (int8 x int8 -> int32
+for 8-bit features, the tensor-core GEMM on a GPU) and CuPy its own int8 tensor-core kernel
+(``_sqeuclidean.cu``), which :func:`~portcv.distance.nearest` also runs fused with the argmin.
 """
 
 from __future__ import annotations
@@ -192,6 +193,70 @@ def _sqeuclidean_jax_compiled(center: int, dtype: str) -> Any:
         return (nf[:, None] + nd[None, :]) - 2 * cross
 
     return jit(run)
+
+
+@sqeuclidean_kernel.override(
+    "cupy", supports="every input: 8-bit features with int32 distances on int8 tensor cores (CUDA mma, "
+    "compute capability 8.0+); other features and older GPUs through the portable integer product")
+def _sqeuclidean_cupy(F: Any, D: Any, *, center: int, dtype: str) -> Any:
+    if not tensor_core_case(F, D, dtype):
+        return sqeuclidean_kernel.portable(backend().xp, F, D, center=center, dtype=dtype)
+    return run_tensor_core(F, D, center=center, nearest=False)
+
+
+#: Rows and columns of P per CUDA block (``SQ_BM``/``SQ_BN`` in ``_sqeuclidean.cu``).
+_CUDA_TILE = 128
+
+
+@functools.lru_cache(maxsize=None)
+def _has_int8_mma(device_id: int) -> bool:
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).compute_capability) >= 80  # mma.sync m16n8k32 .s8
+
+
+def tensor_core_case(F: Any, D: Any, dtype: str) -> bool:
+    """Whether the CUDA kernel takes these features: 8 bits, int32 distances (the int32 sums of
+    ``_sqeuclidean.cu`` need ``l <= 33,025``), a grid CUDA can launch, an int8 mma unit."""
+    from ..backends.cupy import current_device_id
+
+    return (np.dtype(F.dtype).itemsize == 1 and dtype == "int32"
+            and -(-F.shape[0] // _CUDA_TILE) <= 65535 and _has_int8_mma(current_device_id()))
+
+
+def run_tensor_core(F: Any, D: Any, *, center: int, nearest: bool) -> Any:
+    """The CUDA kernels: row norms, then the tiled int8 mma product; ``P`` (m, n) int32, or with
+    ``nearest`` the (indices, distances) of each row's lexicographically smallest
+    (distance, column), both (m, 1) int32, without writing ``P``."""
+    import cupy
+
+    from ..backends.cupy import cuda_function
+
+    F = cupy.ascontiguousarray(F)
+    D = cupy.ascontiguousarray(D)
+    m, n, length = F.shape[0], D.shape[0], F.shape[1]
+    centered = "true" if center else "false"
+    # 16-byte rows: whole uint4 loads (the base pointers of CuPy's pool are 256-byte aligned;
+    # a view into a tile of the gallery may not be).
+    vec = "true" if length % 16 == 0 and F.data.ptr % 16 == 0 and D.data.ptr % 16 == 0 else "false"
+    norms = cupy.empty(m + n, dtype=cupy.int32)
+    best = cupy.empty(m, dtype=cupy.uint64) if nearest else None
+    warps_per_block = 8
+    cuda_function(__name__, f"portcv_sq_row_norms<{centered}>")(
+        (-(-(m + n) // warps_per_block),), (32 * warps_per_block,),
+        (F, D, np.int32(m), np.int32(n), np.int32(length), norms, best if nearest else np.uint64(0)))
+    grid = (-(-n // _CUDA_TILE), -(-m // _CUDA_TILE))
+    mode = 1 if nearest else 0
+    fn = cuda_function(__name__, f"portcv_sqeuclidean<{centered},{vec},{mode}>")
+    if not nearest:
+        out = cupy.empty((m, n), dtype=cupy.int32)
+        fn(grid, (256,), (F, D, np.int32(m), np.int32(n), np.int32(length), norms, out, np.uint64(0)))
+        return out
+    fn(grid, (256,), (F, D, np.int32(m), np.int32(n), np.int32(length), norms, np.uint64(0), best))
+    index = cupy.empty((m, 1), dtype=cupy.int32)
+    distance = cupy.empty((m, 1), dtype=cupy.int32)
+    cuda_function(__name__, "portcv_sq_unpack_nearest")((-(-m // 256),), (256,), (best, np.int32(m), index, distance))
+    return index, distance
 
 
 # --------------------------------------------------------------------------------------------

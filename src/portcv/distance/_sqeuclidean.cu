@@ -1,0 +1,218 @@
+// Exact squared Euclidean distances of 8-bit feature vectors on int8 tensor cores (Lin et al.'s
+// eq. 3): P[i][j] = |f_i|^2 + |d_j|^2 - 2 f_i.d_j, with the cross term f.d accumulated by
+// mma.sync m16n8k32 (int8 x int8 -> int32, an exact integer product: no rounding anywhere).
+// Compiled by portcv.backends.cupy with --fmad=false (nothing here is floating point).
+//
+// Centering: uint8 features become int8 as u - 128 (one XOR of the sign bit per byte); the
+// differences, and so the distances, are unchanged. After centering |x| <= 128, so with
+// l <= 33,025 features (the host's int32 rule) |f.d| and |f|^2 + |d|^2 are at most l * 2^15
+// < 2^31 and the int32 sums below cannot overflow; the result itself is <= l * 255^2 < 2^31.
+//
+// Tiling: a block of 8 warps owns a 128 x 128 tile of P (128 query rows x 128 gallery rows);
+// each warp 64 x 32 of it (4 x 4 mma tiles of 16 x 8, 64 int32 sums per thread). The features
+// pass through shared memory 64 bytes of each row at a time, rows padded to 80 bytes so the
+// fragment reads (8 rows x 4 words per instruction) hit 32 different banks.
+// Fragment layout of mma.m16n8k32 .s8 (PTX ISA), lane = 4 * g + t:
+//   A (16 x 32, row): a0 = A[g][4t..4t+3], a1 = A[g+8][4t..], a2 = A[g][16+4t..], a3 = A[g+8][16+4t..]
+//   B (32 x 8, col):  b0 = B[4t..4t+3][g], b1 = B[16+4t..][g]   (B = D^T: a gallery row's bytes)
+//   C (16 x 8):       c0, c1 = C[g][2t, 2t+1], c2, c3 = C[g+8][2t, 2t+1]
+//
+// MODE_MATRIX writes P; MODE_NEAREST never writes it: each block reduces its tile to the
+// lexicographically smallest (distance, column) per row and folds that into best[row] with a
+// 64-bit atomicMin on (distance << 32 | column). A minimum over a total order is the same in
+// any order of arrival, so the result does not depend on the thread schedule.
+
+#include "common.cuh"
+
+constexpr int SQ_BM = 128, SQ_BN = 128, SQ_BK = 64, SQ_PITCH = 80, SQ_THREADS = 256;
+enum SqMode { MODE_MATRIX = 0, MODE_NEAREST = 1 };
+
+__device__ __forceinline__ void sq_mma(int (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 64 feature bytes of 128 rows (rows >= `rows` and features >= `length` read as the centered
+// zero, which adds nothing) into shared memory, centered. VEC: rows are whole uint4s (length %
+// 16 == 0, 16-byte aligned base), so each thread moves two uint4; else byte by byte.
+template <bool CENTER, bool VEC>
+__device__ __forceinline__ void sq_load(unsigned char (*s)[SQ_PITCH], const unsigned char* __restrict__ x,
+                                        int row0, int rows, int k0, int length) {
+    const int tid = threadIdx.x;
+    const unsigned flip = CENTER ? 0x80808080u : 0u;
+    if (VEC) {
+#pragma unroll
+        for (int i = 0; i < (SQ_BM * SQ_BK / 16) / SQ_THREADS; ++i) {
+            const int idx = tid + i * SQ_THREADS;
+            const int r = idx >> 2, seg = idx & 3;
+            const int row = row0 + r, k = k0 + seg * 16;
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (row < rows && k < length) {
+                v = *reinterpret_cast<const uint4*>(x + (size_t)row * length + k);
+                v.x ^= flip; v.y ^= flip; v.z ^= flip; v.w ^= flip;
+            }
+            *reinterpret_cast<uint4*>(&s[r][seg * 16]) = v;
+        }
+    } else {
+        for (int idx = tid; idx < SQ_BM * SQ_BK; idx += SQ_THREADS) {
+            const int r = idx / SQ_BK, c = idx - r * SQ_BK;
+            const int row = row0 + r, k = k0 + c;
+            unsigned char v = 0;
+            if (row < rows && k < length) v = x[(size_t)row * length + k] ^ (unsigned char)flip;
+            s[r][c] = v;
+        }
+    }
+}
+
+// |x - center|^2 of every row of F (rows 0..m-1) and D (rows m..m+n-1), one warp a row; also
+// sets best[i] = ~0 (no candidate yet) for the m query rows of MODE_NEAREST.
+template <bool CENTER>
+__global__ void portcv_sq_row_norms(const unsigned char* __restrict__ F, const unsigned char* __restrict__ D,
+                                    int m, int n, int length, int* __restrict__ norms,
+                                    unsigned long long* __restrict__ best) {
+    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (warp >= m + n) return;
+    const unsigned char* row = warp < m ? F + (size_t)warp * length : D + (size_t)(warp - m) * length;
+    int sum = 0;
+    for (int k = lane; k < length; k += 32) {
+        const int v = CENTER ? (int)row[k] - 128 : (int)(signed char)row[k];
+        sum += v * v;
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) {
+        norms[warp] = sum;
+        if (best != nullptr && warp < m) best[warp] = ~0ull;
+    }
+}
+
+__device__ __forceinline__ unsigned long long sq_pack(int d, int j) {
+    return ((unsigned long long)(unsigned)d << 32) | (unsigned)j;
+}
+
+template <bool CENTER, bool VEC, int MODE>
+__global__ void __launch_bounds__(SQ_THREADS)
+portcv_sqeuclidean(const unsigned char* __restrict__ F, const unsigned char* __restrict__ D, int m, int n,
+                   int length, const int* __restrict__ norms, int* __restrict__ out,
+                   unsigned long long* __restrict__ best) {
+    __shared__ __align__(16) unsigned char sA[SQ_BM][SQ_PITCH];
+    __shared__ __align__(16) unsigned char sB[SQ_BN][SQ_PITCH];
+    const int row0 = blockIdx.y * SQ_BM, col0 = blockIdx.x * SQ_BN;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;  // the warp's 64 x 32 sub-tile
+    const int g = lane >> 2, t = lane & 3;
+
+    int acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = 0;
+
+    for (int k0 = 0; k0 < length; k0 += SQ_BK) {
+        sq_load<CENTER, VEC>(sA, F, row0, m, k0, length);
+        sq_load<CENTER, VEC>(sB, D, col0, n, k0, length);
+        __syncthreads();
+#pragma unroll
+        for (int ks = 0; ks < SQ_BK; ks += 32) {
+            unsigned a[4][4], b[4][2];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int r = wm + i * 16 + g;
+                a[i][0] = *reinterpret_cast<const unsigned*>(&sA[r][ks + 4 * t]);
+                a[i][1] = *reinterpret_cast<const unsigned*>(&sA[r + 8][ks + 4 * t]);
+                a[i][2] = *reinterpret_cast<const unsigned*>(&sA[r][ks + 16 + 4 * t]);
+                a[i][3] = *reinterpret_cast<const unsigned*>(&sA[r + 8][ks + 16 + 4 * t]);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int c = wn + j * 8 + g;
+                b[j][0] = *reinterpret_cast<const unsigned*>(&sB[c][ks + 4 * t]);
+                b[j][1] = *reinterpret_cast<const unsigned*>(&sB[c][ks + 16 + 4 * t]);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) sq_mma(acc[i][j], a[i], b[j][0], b[j][1]);
+        }
+        __syncthreads();
+    }
+
+    const int* nd = norms + m;
+    if (MODE == MODE_MATRIX) {
+        const bool pairs = (n & 1) == 0;  // rows of P start 8-byte aligned: store two at once
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = row0 + wm + i * 16 + g + 8 * h;
+                if (row >= m) continue;
+                const int nf = norms[row];
+                int* dst = out + (size_t)row * n;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const int col = col0 + wn + j * 8 + 2 * t;
+                    const int p0 = nf - 2 * acc[i][j][2 * h];
+                    const int p1 = nf - 2 * acc[i][j][2 * h + 1];
+                    if (pairs && col + 1 < n) {
+                        __stcs(reinterpret_cast<int2*>(dst + col), make_int2(p0 + nd[col], p1 + nd[col + 1]));
+                    } else {
+                        if (col < n) dst[col] = p0 + nd[col];
+                        if (col + 1 < n) dst[col + 1] = p1 + nd[col + 1];
+                    }
+                }
+            }
+        }
+    } else {
+        // Each row's smallest (distance, column) over the block's 128 columns: the thread's 8,
+        // the quad's 32 (shuffles), the 4 warps of the row (shared memory), then one atomicMin.
+        __shared__ unsigned long long s_best[4][SQ_BM];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = wm + i * 16 + g + 8 * h, row = row0 + r;
+                const int nf = row < m ? norms[row] : 0;
+                unsigned long long mine = ~0ull;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int col = col0 + wn + j * 8 + 2 * t + e;
+                        if (col < n) {
+                            const unsigned long long p = sq_pack(nf + nd[col] - 2 * acc[i][j][2 * h + e], col);
+                            mine = p < mine ? p : mine;
+                        }
+                    }
+                }
+#pragma unroll
+                for (int off = 1; off < 4; off <<= 1) {
+                    const unsigned long long other = __shfl_xor_sync(0xffffffffu, mine, off);
+                    mine = other < mine ? other : mine;
+                }
+                if (t == 0) s_best[warp & 3][r] = mine;
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x < SQ_BM) {
+            const int r = threadIdx.x, row = row0 + r;
+            unsigned long long v = s_best[0][r];
+#pragma unroll
+            for (int w = 1; w < 4; ++w) v = s_best[w][r] < v ? s_best[w][r] : v;
+            if (row < m && v != ~0ull) atomicMin(best + row, v);
+        }
+    }
+}
+
+// best[i] = distance << 32 | column -> the (m, 1) index and distance arrays.
+__global__ void portcv_sq_unpack_nearest(const unsigned long long* __restrict__ best, int m,
+                                         int* __restrict__ index, int* __restrict__ distance) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    const unsigned long long v = best[i];
+    index[i] = (int)(unsigned)(v & 0xffffffffu);
+    distance[i] = (int)(unsigned)(v >> 32);
+}

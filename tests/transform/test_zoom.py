@@ -12,7 +12,7 @@ import portcv
 from portcv import transform
 from portcv.transform._zoom import MAX_WEIGHT_SUM, ROUNDED_WEIGHT_SUM, prefilter_taps, spline_axis
 
-from ..helpers import assert_same_bits, images, jax_without_x64, matches_numpy
+from ..helpers import assert_same_bits, images, jax_without_x64, matches_numpy, on_backend
 from . import oracle_zoom as oracle
 
 ndimage = pytest.importorskip("scipy.ndimage")
@@ -90,6 +90,21 @@ def test_table4_size_same_bits_on_every_backend(backend):
     qcif = camera((144, 176))
     matches_numpy(backend, transform.zoom, np.stack([qcif, qcif[::-1]]), 7)
     matches_numpy(backend, transform.zoom, camera((256, 256)), 2, order=1)
+
+
+@given(data=images(max_h=23, max_w=29), order=orders, factor=factors, block=st.sampled_from([1, 7, 64, 500]))
+def test_numpy_blocks_equal_the_portable_code(data, order, factor, block):
+    """NumPy's override interpolates by blocks of frames and bands of rows: the portable code's bits."""
+    img, axis = data
+    assume(fits(img, axis, factor))
+    from portcv.transform import _zoom
+
+    old, _zoom.NUMPY_BLOCK = _zoom.NUMPY_BLOCK, block
+    try:
+        portable = on_backend("numpy:readonly", transform.zoom, img, factor, order=order, channel_axis=axis)
+        assert_same_bits(portable, on_backend("numpy", transform.zoom, img, factor, order=order, channel_axis=axis))
+    finally:
+        _zoom.NUMPY_BLOCK = old
 
 
 @pytest.mark.filterwarnings("ignore:Explicitly requested dtype")

@@ -185,9 +185,17 @@ def spline_zoom_kernel(
     dh, dw = size
     tx = spline_axis(order, coef.shape[x_axis], dw)
     ty = spline_axis(order, coef.shape[y_axis], dh)
+    return _interpolate(xp, coef, tx, ty, has_channels=has_channels, frac_bits=frac_bits)
+
+
+def _interpolate(xp: Any, coef: Any, tx: SplineAxis, ty: SplineAxis, *, has_channels: bool, frac_bits: int) -> Any:
+    """The interpolation with given tables (``ty`` may be a block of output rows whose indices
+    point into ``coef``'s rows)."""
+    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
+    dh, dw = ty.index.shape[0], tx.index.shape[0]
     taps = tx.index.shape[1]
     tail = (1,) if has_channels else ()
-    if order == 0 and frac_bits == 0:  # nearest on pixels: a pure gather
+    if tx.total == 1 and taps == 1 and frac_bits == 0:  # nearest on pixels: a pure gather
         return xp.take(xp.take(coef, xp.asarray(ty.index[:, 0]), axis=y_axis), xp.asarray(tx.index[:, 0]), axis=x_axis)
     exact = tx.exact and ty.exact
     # Weights are non-negative, so a pass multiplies max|c| by at most its weight sum. Exact
@@ -223,6 +231,39 @@ def spline_zoom_kernel(
         # positive constant is exact on every backend, negative sums included.
         acc = (acc + divisor // 2) // divisor
     return xp.astype(xp.clip(acc, 0, 255), xp.uint8)
+
+
+#: Output samples per block of the NumPy override (int64 temporaries of 8 MiB stay in cache).
+NUMPY_BLOCK = 2**20
+
+
+@spline_zoom_kernel.override("numpy")
+def _spline_zoom_numpy(coef: Any, *, order: int, size: tuple[int, int], has_channels: bool, frac_bits: int) -> Any:
+    """The portable interpolation by blocks of about :data:`NUMPY_BLOCK` output samples: a few
+    frames of a batch at a time, or bands of output rows of a large frame, each band reading
+    only the source rows its taps reach. The same integer sums, so the same bits; the whole
+    batch at once made int64 temporaries of hundreds of MB (64 QCIF frames x7: 6.7 s whole,
+    1.1 s by blocks on 2 cores)."""
+    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
+    dh, dw = size
+    tx = spline_axis(order, coef.shape[x_axis], dw)
+    ty = spline_axis(order, coef.shape[y_axis], dh)
+    plane = coef.shape[y_axis:]
+    frames = coef.reshape((-1,) + plane)
+    out_plane = (dh, dw) + plane[2:]
+    out = np.empty((frames.shape[0],) + out_plane, np.uint8)
+    per_frame = math.prod(out_plane)
+    step = max(1, NUMPY_BLOCK // per_frame)
+    band = max(1, NUMPY_BLOCK // (per_frame // dh))
+    for f in range(0, frames.shape[0], step):
+        chunk = frames[f:f + step]
+        for r in range(0, dh, band):
+            rows = slice(r, min(dh, r + band))
+            lo, hi = int(ty.index[rows].min()), int(ty.index[rows].max())
+            part = SplineAxis(ty.index[rows] - lo, ty.weight[rows], ty.total, ty.exact)
+            out[f:f + step, rows] = _interpolate(np, chunk[:, lo:hi + 1], tx, part, has_channels=has_channels,
+                                                 frac_bits=frac_bits)
+    return out.reshape(coef.shape[:y_axis] + out_plane)
 
 
 # --------------------------------------------------------------------------------------------

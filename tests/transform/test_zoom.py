@@ -94,7 +94,7 @@ def test_table4_size_same_bits_on_every_backend(backend):
 
 @given(data=images(max_h=23, max_w=29), order=orders, factor=factors, block=st.sampled_from([1, 7, 64, 500]))
 def test_numpy_blocks_equal_the_portable_code(data, order, factor, block):
-    """NumPy's override interpolates by blocks of frames and bands of rows: the portable code's bits."""
+    """NumPy's overrides work by blocks of frames and bands of rows: the portable code's bits."""
     img, axis = data
     assume(fits(img, axis, factor))
     from portcv.transform import _zoom
@@ -103,6 +103,8 @@ def test_numpy_blocks_equal_the_portable_code(data, order, factor, block):
     try:
         portable = on_backend("numpy:readonly", transform.zoom, img, factor, order=order, channel_axis=axis)
         assert_same_bits(portable, on_backend("numpy", transform.zoom, img, factor, order=order, channel_axis=axis))
+        portable = on_backend("numpy:readonly", transform.spline_filter, img, channel_axis=axis)
+        assert_same_bits(portable, on_backend("numpy", transform.spline_filter, img, channel_axis=axis))
     finally:
         _zoom.NUMPY_BLOCK = old
 

@@ -88,6 +88,8 @@ CALLS = {
     "transform.integral": (portcv.transform.integral, (RGB,)),
     "transform.resize": (lambda i: portcv.transform.resize(i, scale=0.5), (RGB,)),
     "transform.pyramid": (lambda i: portcv.transform.pyramid(i, scale=1.5), (GRAY,)),
+    "transform.spline_filter": (portcv.transform.spline_filter, (RGB,)),
+    "transform.zoom": (lambda i: portcv.transform.zoom(i, 1.5), (RGB,)),
     "transform.pack_pyramid": (lambda i: portcv.transform.pack_pyramid(portcv.transform.pyramid(i, scale=1.5)), (GRAY,)),
     "volume.convolve3d": (lambda v, k: portcv.volume.convolve3d(v, k, time_mode="same"), (VIDEO[..., 0], np.ones((3, 3, 3), int))),
     "volume.quantize_kernel": (portcv.volume.quantize_kernel, (np.full((3, 3, 3), 1 / 27),)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ._integral import integral
 from ._pyramid import pack_pyramid, pyramid
 from ._resize import INTERPOLATIONS, resize
+from ._zoom import SPLINE_BORDERS, SPLINE_ORDERS, spline_filter, zoom
 
 __all__ = [
     "integral",
@@ -20,4 +21,8 @@ __all__ = [
     "pyramid",
     "pack_pyramid",
     "INTERPOLATIONS",
+    "spline_filter",
+    "zoom",
+    "SPLINE_ORDERS",
+    "SPLINE_BORDERS",
 ]

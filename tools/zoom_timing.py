@@ -1,0 +1,39 @@
+"""GPU figures of portcv.transform.zoom at Lin et al.'s Table 4 sizes (docs/zoom.md): ms per
+frame of back-to-back calls (CUDA events on CuPy, one wait at the end on JAX), one frame and a
+batch of 64 QCIF frames x7, and 1080p -> 4K, with one synchronized call beside each.
+
+    python tools/zoom_timing.py
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import portcv
+from timing import gpu_time_ms, jax_queue_ms, synced_ms
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    cases = [("QCIF x7, 1 frame", rng.integers(0, 256, (144, 176), dtype=np.uint8), 7, 1),
+             ("QCIF x7, batch of 64", rng.integers(0, 256, (64, 144, 176), dtype=np.uint8), 7, 64),
+             ("1080p x2 (4K)", rng.integers(0, 256, (1080, 1920), dtype=np.uint8), 2, 1)]
+    for label, frames, factor, count in cases:
+        for name in ("cupy", "jax"):
+            with portcv.using(name) as b:
+                x = portcv.asarray(frames)
+                coeffs = portcv.transform.spline_filter(x)
+                for stage, fn in (("prefilter", lambda: portcv.transform.spline_filter(x)),
+                                  ("interpolation", lambda: portcv.transform.zoom(coeffs, factor, prefilter=False)),
+                                  ("zoom", lambda: portcv.transform.zoom(x, factor))):
+                    if name == "cupy":
+                        per_call, _ = gpu_time_ms(fn, repeat=10, rounds=3, warmup=2)
+                    else:
+                        per_call = jax_queue_ms(fn, repeat=10, rounds=3, warmup=2)
+                    single = synced_ms(lambda: b.block(fn()), n=5)
+                    print(f"zoom {label:22s} {name:5s} {stage:13s}: {1e3 * per_call / count:9.1f} us/frame "
+                          f"({per_call:8.3f} ms/call), single call {single:8.3f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -113,6 +113,115 @@ def separable_filter_kernel(
     return finish_accumulator(xp, acc, finish)
 
 
+def _sum_dtype(bound: int, non_negative: bool) -> Any:
+    """The narrowest of uint16 / int16 / int32 that holds every partial sum of magnitude <= ``bound``."""
+    if non_negative and bound <= 65535:
+        return np.uint16
+    return np.int16 if bound <= 32767 else np.int32
+
+
+def correlate_shifted(src: Any, taps: tuple, step: int, n: int, axis: int, dtype: Any) -> Any:
+    """``sum_i taps[i] * src[i*step : i*step + n]`` along ``axis`` (static slices), in ``dtype``.
+
+    Symmetric (and antisymmetric) tap pairs share one multiply, as OpenCV's row filters do. The
+    caller picks ``dtype`` wide enough for ``max|src| * sum|taps|``, which bounds every partial
+    sum here (each is a sub-sum of the same terms), so the narrow arithmetic is exact.
+    """
+    src = src.astype(dtype, copy=False)
+    k = len(taps)
+    acc = None
+
+    def at(i: int) -> Any:
+        index = [slice(None)] * src.ndim
+        index[axis] = slice(i * step, i * step + n)
+        return src[tuple(index)]
+
+    def accumulate(term: Any, w: int, fresh: bool) -> None:
+        nonlocal acc
+        if w == 0:
+            return
+        if w != 1:
+            term = np.multiply(term, w, out=term) if fresh else term * w
+        elif acc is None and not fresh:
+            term = term.copy()  # acc is updated in place: never a view of src
+        if acc is None:
+            acc = term
+        else:
+            acc += term
+
+    for i in range((k + 1) // 2):
+        j = k - 1 - i
+        if i != j and taps[i] == taps[j]:
+            accumulate(at(i) + at(j), taps[i], True)
+        elif i != j and taps[i] == -taps[j]:
+            accumulate(at(i) - at(j), taps[i], True)
+        else:
+            accumulate(at(i), taps[i], False)
+            if i != j:
+                accumulate(at(j), taps[j], False)
+    if acc is None:
+        shape = list(src.shape)
+        shape[axis] = n
+        return np.zeros(tuple(shape), dtype)
+    return acc
+
+
+@separable_filter_kernel.override("numpy", supports="uint8 images (others: the portable version)")
+def _separable_filter_numpy(
+    img: Any, *, kx: tuple, ky: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
+) -> Any:
+    from ..backends.numpy import array_api, row_bands, run_bands
+
+    params = dict(kx=kx, ky=ky, has_channels=has_channels, border=border, border_value=border_value, finish=finish)
+    if img.dtype != np.uint8 or img.size == 0:
+        return separable_filter_kernel.portable(array_api(), img, **params)
+    xp = array_api()
+    channels = img.shape[-1] if has_channels else 1
+    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
+    height, width = img.shape[y_axis], img.shape[x_axis]
+    # One uint8 copy padded on both axes by the portable border rule; a constant border's rows
+    # are then `value` everywhere, whose horizontal sums are the portable's value * sum(kx).
+    x = pad_axis(xp, img, x_axis, len(kx) // 2, len(kx) - 1 - len(kx) // 2, border, border_value)
+    x = pad_axis(xp, x, y_axis, len(ky) // 2, len(ky) - 1 - len(ky) // 2, border, border_value)
+    planes = img.size // (height * width * channels)
+    x = np.ascontiguousarray(x).reshape(planes, height + len(ky) - 1, -1)
+    n = width * channels
+    # Every partial sum is bounded by 255 * sum|taps| (horizontal) and 255 * sum|kx| * sum|ky|
+    # (both passes); check_accumulator keeps both within int32, and 16-bit types are used
+    # where they hold them.
+    sx, sy = sum(abs(t) for t in kx), sum(abs(t) for t in ky)
+    h_dtype = _sum_dtype(255 * sx, min(kx) >= 0)
+    v_dtype = np.promote_types(h_dtype, _sum_dtype(255 * sx * sy, min(kx) >= 0 and min(ky) >= 0))
+    out = np.empty((planes, height, n), dtype=finish[3])
+    mode, shift, _, out_name = finish
+    lo, hi = OUT_DTYPES[out_name]
+    # A shift finish whose sums provably stay in the output's range needs no clip: the sums lie in
+    # [-255 * sum(neg), 255 * sum(pos)] of the 2-D taps, and rounding keeps them there after >> shift.
+    pos = sum(a * b for a in kx for b in ky if a * b > 0)
+    neg = sum(-a * b for a in kx for b in ky if a * b < 0)
+    rounding = (1 << (shift - 1)) if shift else 0
+    in_range = mode == "shift" and lo <= (-255 * neg + rounding) >> shift and (255 * pos + rounding) >> shift <= hi
+
+    def band(item: tuple[int, int, int]) -> None:
+        p, r0, r1 = item
+        rows = x[p, r0: r1 + len(ky) - 1]
+        h = correlate_shifted(rows, kx, channels, n, 1, h_dtype)
+        v = correlate_shifted(h, ky, 1, r1 - r0, 0, v_dtype).astype(np.int32, copy=False)
+        if in_range:
+            # finish_accumulator's shift in place; its clip cannot change a value here.
+            if shift:
+                v += 1 << (shift - 1)
+                v >>= shift
+            np.copyto(out[p, r0:r1], v, casting="unsafe")
+        else:
+            # NumPy's own namespace: the portable finish's operations without the array-API
+            # wrappers' per-call checks (array_api_compat's clip costs a pass more).
+            out[p, r0:r1] = finish_accumulator(np, v, finish)
+
+    run_bands(band, row_bands(height, n, planes=planes))
+    return out.reshape(img.shape)
+
+
 @separable_filter_kernel.override("cupy")
 def _separable_filter_cupy(
     img: Any, *, kx: tuple, ky: tuple, has_channels: bool, border: str, border_value: int, finish: tuple

@@ -50,15 +50,15 @@ def host_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_bands(fn: Any, items: list) -> None:
-    """Call ``fn(item)`` for every item, spread over :func:`host_threads` threads.
+def run_bands(fn: Any, items: list, *, threads: int | None = None) -> None:
+    """Call ``fn(item)`` for every item, spread over ``threads`` (default :func:`host_threads`).
 
     NumPy (and SciPy's ndimage) release the GIL inside their loops, so bands of rows run in
     parallel. Each item must write only its own part of a buffer the override allocated; the
     results therefore do not depend on which thread ran what, or in which order.
     """
     global _POOL
-    threads = min(host_threads(), len(items))
+    threads = min(host_threads() if threads is None else threads, len(items))
     if threads <= 1:
         for item in items:
             fn(item)

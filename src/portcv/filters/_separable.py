@@ -214,9 +214,7 @@ def _separable_filter_numpy(
                 v >>= shift
             np.copyto(out[p, r0:r1], v, casting="unsafe")
         else:
-            # NumPy's own namespace: the portable finish's operations without the array-API
-            # wrappers' per-call checks (array_api_compat's clip costs a pass more).
-            out[p, r0:r1] = finish_accumulator(np, v, finish)
+            out[p, r0:r1] = finish_accumulator(xp, v, finish)
 
     run_bands(band, row_bands(height, n, planes=planes))
     return out.reshape(img.shape)

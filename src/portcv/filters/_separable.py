@@ -206,15 +206,24 @@ def _separable_filter_numpy(
         p, r0, r1 = item
         rows = x[p, r0: r1 + len(ky) - 1]
         h = correlate_shifted(rows, kx, channels, n, 1, h_dtype)
-        v = correlate_shifted(h, ky, 1, r1 - r0, 0, v_dtype).astype(np.int32, copy=False)
+        v = correlate_shifted(h, ky, 1, r1 - r0, 0, v_dtype)
         if in_range:
-            # finish_accumulator's shift in place; its clip cannot change a value here.
+            # finish_accumulator's shift, in place; its clip cannot change a value here.
+            v = v.astype(np.int32, copy=False)
             if shift:
                 v += 1 << (shift - 1)
                 v >>= shift
             np.copyto(out[p, r0:r1], v, casting="unsafe")
+        elif mode == "box_multiply":
+            # finish_accumulator's ((acc + dd) * ds) >> 23 in uint32, in place: the same
+            # arithmetic modulo 2**32 from any sum type; the uint8 store keeps the low byte, as astype does.
+            v = v.astype(np.uint32)
+            v += finish[1]
+            v *= finish[2]
+            v >>= 23
+            np.copyto(out[p, r0:r1], v, casting="unsafe")
         else:
-            out[p, r0:r1] = finish_accumulator(xp, v, finish)
+            out[p, r0:r1] = finish_accumulator(xp, v.astype(np.int32, copy=False), finish)
 
     run_bands(band, row_bands(height, n, planes=planes))
     return out.reshape(img.shape)

@@ -2,7 +2,7 @@
 
 The property tests compare ``numpy`` (the overrides) with ``numpy:readonly`` (the portable
 versions) on images of a few dozen pixels, which fit one row band. Here the bands are shrunk to
-two rows, so every band boundary (the separable filter's and Canny candidates' halo rows, the
+two rows, so every band boundary (the separable and 2-D filters' and Canny candidates' halo rows, the
 median's tile rows, the integral's running rows) lies inside small images, and the bands run on
 the thread pool; and the byte-pair histogram of big gray frames gets a frame of its own.
 """
@@ -55,6 +55,8 @@ def test_banded_overrides_equal_the_portable_versions(shape: tuple, has_channels
                                ((1,) * 4, (1,) * 3, ("box_multiply", 6, 699051, "uint8"))):
             _same_as_portable("separable_filter", img, kx=kx, ky=ky, has_channels=has_channels, border=border,
                               border_value=9, finish=finish)
+        _same_as_portable("convolve2d", img, taps=((0, -1, 2), (5, -9, 1)), has_channels=has_channels,
+                          border=border, border_value=9, finish=("shift", 2, 0, "int16"))
         for ksize in (3, 5):
             _same_as_portable("median_filter", img, ksize=ksize, has_channels=has_channels, border=border,
                               border_value=9)

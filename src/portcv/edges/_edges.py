@@ -18,7 +18,8 @@ Here everything is exact integer arithmetic:
 Canny (``canny_candidates_kernel``, ``hysteresis_kernel``) follows OpenCV's ``cv::Canny`` step by
 step (integer tangent tests with ``TG22 = 13573`` in Q15, asymmetric ``>``/``>=`` comparisons),
 so the result equals ``cv2.Canny`` bit for bit; its hysteresis is a fixed point of 3x3
-dilations restricted to the candidates (8-connectivity), whatever order reaches it.
+dilations restricted to the candidates (8-connectivity), whatever order reaches it (on NumPy:
+SciPy's connected components, the same fixed point).
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ image, which XLA fuses into elementwise passes under ``jit``). The CuPy override
 once, for k = 3, 5, and Huang's sliding histogram (4 outputs per histogram) for k = 7..15. The
 JAX override runs the same circuits for k = 3, 5 as array operations (:func:`tile_circuit`),
 each gate one ``minimum``/``maximum`` over every tile at once; other sizes use the portable count.
+The NumPy override runs them too, on planes deinterleaved so that every gate is one contiguous
+SIMD pass over a band of tiles (:func:`_circuit_program`).
 """
 
 from __future__ import annotations

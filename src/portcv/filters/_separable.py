@@ -1,8 +1,10 @@
 """The separable-filter kernel: exact integer horizontal + vertical taps, then one rounding.
 
 Shared by every filter that is a separable correlation (Gaussian, box, Sobel, user taps): the
-portable array-API version (NumPy reference, JAX under jit) and its CuPy override, which runs
-``_separable.cu``. Del Vecchio et al.'s separable convolution (section II-A, eq. 2-3).
+portable array-API version (NumPy reference, JAX under jit), its CuPy override, which runs
+``_separable.cu``, and its NumPy override: the same exact sums in 16-bit integers where their
+bound allows (int32 otherwise) over cache-sized row bands on the host's cores. Del Vecchio et
+al.'s separable convolution (section II-A, eq. 2-3).
 """
 
 from __future__ import annotations
@@ -166,6 +168,41 @@ def correlate_shifted(src: Any, taps: tuple, step: int, n: int, axis: int, dtype
     return acc
 
 
+def shift_in_range(finish: tuple, taps: list[int]) -> bool:
+    """Whether a ``shift`` finish's clip is a no-op for these 2-D taps over uint8 pixels: the
+    sums lie in ``[-255 * sum(negative taps), 255 * sum(positive taps)]``, and rounding and
+    ``>> shift`` keep them in the output's range."""
+    mode, shift, _, out_name = finish
+    if mode != "shift":
+        return False
+    lo, hi = OUT_DTYPES[out_name]
+    rounding = (1 << (shift - 1)) if shift else 0
+    pos, neg = sum(t for t in taps if t > 0), sum(-t for t in taps if t < 0)
+    return lo <= (-255 * neg + rounding) >> shift and (255 * pos + rounding) >> shift <= hi
+
+
+def finish_band(xp: Any, acc: Any, finish: tuple, in_range: bool, out: Any) -> None:
+    """:func:`finish_accumulator` of a band's exact sums ``acc`` (any integer type, which this may
+    overwrite) into ``out``, in place where it can be."""
+    if in_range:
+        # The shift, in place; the clip cannot change a value here.
+        acc = acc.astype(np.int32, copy=False)
+        if finish[1]:
+            acc += 1 << (finish[1] - 1)
+            acc >>= finish[1]
+        np.copyto(out, acc, casting="unsafe")
+    elif finish[0] == "box_multiply":
+        # ((acc + dd) * ds) >> 23 in uint32, in place: the same arithmetic modulo 2**32 from any
+        # sum type; the uint8 store keeps the low byte, as astype does.
+        acc = acc.astype(np.uint32)
+        acc += finish[1]
+        acc *= finish[2]
+        acc >>= 23
+        np.copyto(out, acc, casting="unsafe")
+    else:
+        out[...] = finish_accumulator(xp, acc.astype(np.int32, copy=False), finish)
+
+
 @separable_filter_kernel.override("numpy", supports="uint8 images (others: the portable version)")
 def _separable_filter_numpy(
     img: Any, *, kx: tuple, ky: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
@@ -193,37 +230,13 @@ def _separable_filter_numpy(
     h_dtype = _sum_dtype(255 * sx, min(kx) >= 0)
     v_dtype = np.promote_types(h_dtype, _sum_dtype(255 * sx * sy, min(kx) >= 0 and min(ky) >= 0))
     out = np.empty((planes, height, n), dtype=finish[3])
-    mode, shift, _, out_name = finish
-    lo, hi = OUT_DTYPES[out_name]
-    # A shift finish whose sums provably stay in the output's range needs no clip: the sums lie in
-    # [-255 * sum(neg), 255 * sum(pos)] of the 2-D taps, and rounding keeps them there after >> shift.
-    pos = sum(a * b for a in kx for b in ky if a * b > 0)
-    neg = sum(-a * b for a in kx for b in ky if a * b < 0)
-    rounding = (1 << (shift - 1)) if shift else 0
-    in_range = mode == "shift" and lo <= (-255 * neg + rounding) >> shift and (255 * pos + rounding) >> shift <= hi
+    in_range = shift_in_range(finish, [a * b for a in kx for b in ky])
 
     def band(item: tuple[int, int, int]) -> None:
         p, r0, r1 = item
         rows = x[p, r0: r1 + len(ky) - 1]
         h = correlate_shifted(rows, kx, channels, n, 1, h_dtype)
-        v = correlate_shifted(h, ky, 1, r1 - r0, 0, v_dtype)
-        if in_range:
-            # finish_accumulator's shift, in place; its clip cannot change a value here.
-            v = v.astype(np.int32, copy=False)
-            if shift:
-                v += 1 << (shift - 1)
-                v >>= shift
-            np.copyto(out[p, r0:r1], v, casting="unsafe")
-        elif mode == "box_multiply":
-            # finish_accumulator's ((acc + dd) * ds) >> 23 in uint32, in place: the same
-            # arithmetic modulo 2**32 from any sum type; the uint8 store keeps the low byte, as astype does.
-            v = v.astype(np.uint32)
-            v += finish[1]
-            v *= finish[2]
-            v >>= 23
-            np.copyto(out[p, r0:r1], v, casting="unsafe")
-        else:
-            out[p, r0:r1] = finish_accumulator(xp, v.astype(np.int32, copy=False), finish)
+        finish_band(xp, correlate_shifted(h, ky, 1, r1 - r0, 0, v_dtype), finish, in_range, out[p, r0:r1])
 
     run_bands(band, row_bands(height, n, planes=planes))
     return out.reshape(img.shape)

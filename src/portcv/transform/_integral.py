@@ -2,7 +2,8 @@
 
 The portable version is two cumulative sums (exact integer additions, so every backend agrees);
 the CuPy override runs ``_integral.cu``, a tile-decomposed 2-D scan (tile sums, carries
-across tiles, in-tile warp-shuffle scans) in three launches.
+across tiles, in-tile warp-shuffle scans) in three launches; the NumPy override scans band by
+band (along x with ``np.cumsum``, then down row by row), which avoids NumPy's strided axis-0 scan.
 """
 
 from __future__ import annotations

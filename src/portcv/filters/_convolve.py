@@ -71,7 +71,7 @@ def convolve2d_kernel(
 def _convolve2d_numpy(
     img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
 ) -> Any:
-    from ..backends.numpy import array_api, row_bands, run_bands
+    from ..backends.numpy import array_api, row_bands, run_bands, scratch
     from ._separable import _sum_dtype, correlate_shifted, finish_band, shift_in_range
 
     xp = array_api()
@@ -97,13 +97,11 @@ def _convolve2d_numpy(
 
     def band(item: tuple[int, int, int]) -> None:
         p, r0, r1 = item
-        acc = None
+        acc = scratch("convolve2d-sum", (r1 - r0, n), dtype)
+        acc[...] = 0
         for j, row in enumerate(taps):
             if any(row):
-                part = correlate_shifted(x[p, r0 + j: r1 + j], row, channels, n, 1, dtype)
-                acc = part if acc is None else np.add(acc, part, out=acc)
-        if acc is None:
-            acc = np.zeros((r1 - r0, n), dtype)
+                np.add(acc, correlate_shifted(x[p, r0 + j: r1 + j], row, channels, n, 1, dtype, "convolve2d"), out=acc)
         finish_band(xp, acc, finish, in_range, out[p, r0:r1])
 
     run_bands(band, row_bands(height, n, planes=planes))

@@ -187,7 +187,7 @@ def _circuit_program(ksize: int) -> tuple[int, int, tuple[tuple[bool, int, int, 
 
 @median_filter_kernel.override("numpy", supports="uint8, ksize 3 and 5 (tile circuits; others: the portable count)")
 def _median_filter_numpy(img: Any, *, ksize: int, has_channels: bool, border: str, border_value: int) -> Any:
-    from ..backends.numpy import array_api, row_bands, run_bands
+    from ..backends.numpy import array_api, row_bands, run_bands, scratch
 
     xp = array_api()
     if ksize not in CIRCUIT_KSIZES or img.dtype != np.uint8 or img.size == 0:
@@ -222,8 +222,7 @@ def _median_filter_numpy(img: Any, *, ksize: int, has_channels: bool, border: st
             for f in range(tx + k - 1):
                 at = (r0 + j // ty) * span + f // tx
                 operands.append(plane[j % ty, f % tx, p, at: at + m])
-        scratch = np.empty((buffers, m), np.uint8)
-        operands.extend(scratch)
+        operands.extend(scratch("median-circuit", (buffers, m), np.uint8))
         for is_min, o, a, b in program:
             (np.minimum if is_min else np.maximum)(operands[a], operands[b], out=operands[o])
         for i, o in enumerate(outputs):

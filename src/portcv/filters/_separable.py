@@ -122,49 +122,55 @@ def _sum_dtype(bound: int, non_negative: bool) -> Any:
     return np.int16 if bound <= 32767 else np.int32
 
 
-def correlate_shifted(src: Any, taps: tuple, step: int, n: int, axis: int, dtype: Any) -> Any:
+def correlate_shifted(src: Any, taps: tuple, step: int, n: int, axis: int, dtype: Any, name: str) -> Any:
     """``sum_i taps[i] * src[i*step : i*step + n]`` along ``axis`` (static slices), in ``dtype``.
 
     Symmetric (and antisymmetric) tap pairs share one multiply, as OpenCV's row filters do. The
     caller picks ``dtype`` wide enough for ``max|src| * sum|taps|``, which bounds every partial
-    sum here (each is a sub-sum of the same terms), so the narrow arithmetic is exact.
+    sum here (each is a sub-sum of the same terms), so the narrow arithmetic is exact. Every
+    operation writes into this thread's scratch buffers ``name + ...``; the result is one of them.
     """
-    src = src.astype(dtype, copy=False)
-    k = len(taps)
-    acc = None
+    from ..backends.numpy import scratch
+
+    shape = list(src.shape)
+    wide = scratch(name + "-src", tuple(shape), dtype)
+    np.copyto(wide, src)  # widened once, so that every operation below runs on one type
+    shape[axis] = n
+    acc = scratch(name + "-acc", tuple(shape), dtype)
+    term = scratch(name + "-term", tuple(shape), dtype)
+    started = False
 
     def at(i: int) -> Any:
-        index = [slice(None)] * src.ndim
+        index = [slice(None)] * wide.ndim
         index[axis] = slice(i * step, i * step + n)
-        return src[tuple(index)]
+        return wide[tuple(index)]
 
-    def accumulate(term: Any, w: int, fresh: bool) -> None:
-        nonlocal acc
+    def accumulate(i: int, j: int | None, w: int) -> None:
+        nonlocal started
         if w == 0:
             return
-        if w != 1:
-            term = np.multiply(term, w, out=term) if fresh else term * w
-        elif acc is None and not fresh:
-            term = term.copy()  # acc is updated in place: never a view of src
-        if acc is None:
-            acc = term
+        out = term if started else acc
+        if j is None:
+            np.multiply(at(i), w, out=out)
         else:
-            acc += term
+            (np.add if taps[i] == taps[j] else np.subtract)(at(i), at(j), out=out)
+            if w != 1:
+                np.multiply(out, w, out=out)
+        if started:
+            np.add(acc, term, out=acc)
+        started = True
 
+    k = len(taps)
     for i in range((k + 1) // 2):
         j = k - 1 - i
-        if i != j and taps[i] == taps[j]:
-            accumulate(at(i) + at(j), taps[i], True)
-        elif i != j and taps[i] == -taps[j]:
-            accumulate(at(i) - at(j), taps[i], True)
+        if i != j and taps[i] in (taps[j], -taps[j]):
+            accumulate(i, j, taps[i])
         else:
-            accumulate(at(i), taps[i], False)
+            accumulate(i, None, taps[i])
             if i != j:
-                accumulate(at(j), taps[j], False)
-    if acc is None:
-        shape = list(src.shape)
-        shape[axis] = n
-        return np.zeros(tuple(shape), dtype)
+                accumulate(j, None, taps[j])
+    if not started:
+        acc[...] = 0
     return acc
 
 
@@ -184,23 +190,32 @@ def shift_in_range(finish: tuple, taps: list[int]) -> bool:
 def finish_band(xp: Any, acc: Any, finish: tuple, in_range: bool, out: Any) -> None:
     """:func:`finish_accumulator` of a band's exact sums ``acc`` (any integer type, which this may
     overwrite) into ``out``, in place where it can be."""
+    from ..backends.numpy import scratch
+
+    def widened(dtype: Any) -> Any:  # C casting: two's complement modulo 2**32 for uint32
+        if acc.dtype == dtype:
+            return acc
+        wide = scratch("finish", acc.shape, dtype)
+        np.copyto(wide, acc, casting="unsafe")
+        return wide
+
     if in_range:
         # The shift, in place; the clip cannot change a value here.
-        acc = acc.astype(np.int32, copy=False)
+        v = widened(np.int32)
         if finish[1]:
-            acc += 1 << (finish[1] - 1)
-            acc >>= finish[1]
-        np.copyto(out, acc, casting="unsafe")
+            v += 1 << (finish[1] - 1)
+            v >>= finish[1]
+        np.copyto(out, v, casting="unsafe")
     elif finish[0] == "box_multiply":
         # ((acc + dd) * ds) >> 23 in uint32, in place: the same arithmetic modulo 2**32 from any
         # sum type; the uint8 store keeps the low byte, as astype does.
-        acc = acc.astype(np.uint32)
-        acc += finish[1]
-        acc *= finish[2]
-        acc >>= 23
-        np.copyto(out, acc, casting="unsafe")
+        v = widened(np.uint32)
+        v += finish[1]
+        v *= finish[2]
+        v >>= 23
+        np.copyto(out, v, casting="unsafe")
     else:
-        out[...] = finish_accumulator(xp, acc.astype(np.int32, copy=False), finish)
+        out[...] = finish_accumulator(xp, widened(np.int32), finish)
 
 
 @separable_filter_kernel.override("numpy", supports="uint8 images (others: the portable version)")
@@ -235,8 +250,9 @@ def _separable_filter_numpy(
     def band(item: tuple[int, int, int]) -> None:
         p, r0, r1 = item
         rows = x[p, r0: r1 + len(ky) - 1]
-        h = correlate_shifted(rows, kx, channels, n, 1, h_dtype)
-        finish_band(xp, correlate_shifted(h, ky, 1, r1 - r0, 0, v_dtype), finish, in_range, out[p, r0:r1])
+        h = correlate_shifted(rows, kx, channels, n, 1, h_dtype, "separable-x")
+        finish_band(xp, correlate_shifted(h, ky, 1, r1 - r0, 0, v_dtype, "separable-y"), finish, in_range,
+                    out[p, r0:r1])
 
     run_bands(band, row_bands(height, n, planes=planes))
     return out.reshape(img.shape)

@@ -200,9 +200,10 @@ def finish_band(xp: Any, acc: Any, finish: tuple, in_range: bool, out: Any) -> N
         return wide
 
     if in_range:
-        # The shift, in place; the clip cannot change a value here.
-        v = widened(np.int32)
+        # The shift, in place; the clip cannot change a value here (so the store's cast is exact).
+        v = acc
         if finish[1]:
+            v = widened(np.int32)
             v += 1 << (finish[1] - 1)
             v >>= finish[1]
         np.copyto(out, v, casting="unsafe")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
@@ -112,7 +113,7 @@ def scratch(name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     if buffers is None:
         buffers = _SCRATCH.buffers = {}
     dtype = np.dtype(dtype)
-    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    size = math.prod(shape) * dtype.itemsize
     buf = buffers.get(name)
     if buf is None or buf.size < size:
         buf = buffers[name] = np.empty(size, np.uint8)

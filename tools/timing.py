@@ -124,3 +124,21 @@ def timed(fn: Callable[[], Any], repeat: int, cupy_events: bool) -> tuple[Any, f
             gpus.append(cupy.cuda.get_elapsed_time(start, end))
         walls.append((time.perf_counter() - t0) * 1e3)
     return result, statistics.median(walls), (statistics.median(gpus) if gpus else None)
+
+
+def interleaved_ms(fns: dict[str, Callable[[], Any]], rounds: int = 15, warmup: int = 1) -> dict[str, float]:
+    """Median ms per call of each host function, timed in turn within every round (one process).
+
+    On a machine shared with other work, interleaving spreads any slow spell over every side
+    instead of one, so the ratios between sides stay meaningful even when the absolute times drift.
+    """
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - t0) * 1e3)
+    return {name: statistics.median(t) for name, t in times.items()}

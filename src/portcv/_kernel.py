@@ -185,7 +185,7 @@ def kernels_of(fn: Callable | list[Callable], depth: int = 4) -> list[Kernel]:
     return sorted(found.values(), key=lambda k: k.name)
 
 
-def support_table(functions: list[tuple[str, Callable | list[Callable]]], families: tuple[str, ...] = ("cupy", "jax")) -> str:
+def support_table(functions: list[tuple[str, Callable | list[Callable]]], families: tuple[str, ...] = ("numpy", "cupy", "jax")) -> str:
     """A Markdown table: for each public function, the kernels it runs and, per backend family,
     whether an override runs them and on which parameters (the portable version otherwise)."""
     lines = [

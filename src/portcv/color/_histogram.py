@@ -80,6 +80,37 @@ def histogram_kernel(xp: Any, img: Any, *, bins: int, has_channels: bool) -> Any
     return xp.reshape(counts, lead + ((channels, bins) if has_channels else (bins,)))
 
 
+@histogram_kernel.override("numpy", supports="uint8 images (others: the portable version)")
+def _histogram_numpy(img: Any, *, bins: int, has_channels: bool) -> Any:
+    from ..backends.numpy import array_api
+
+    if img.dtype != np.uint8:
+        return histogram_kernel.portable(array_api(), img, bins=bins, has_channels=has_channels)
+    lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
+    frames = math.prod(lead)
+    x = np.reshape(img, (frames, pixels * channels))
+    if channels == 1 and pixels >= 1 << 16:
+        # Big gray frames: bytes counted in pairs, half the elements through np.bincount (which
+        # widens each to intp): a pair (a, b) is one uint16 key, and sum(0) + sum(1) of its
+        # 256 x 256 counts counts each byte once, in either byte order.
+        counts = np.empty((frames, 256), np.int64)
+        for f in range(frames):
+            row = x[f]
+            even = row[: pixels - pixels % 2]
+            pair = np.bincount(even.view(np.uint16), minlength=1 << 16).reshape(256, 256)
+            counts[f] = pair.sum(0) + pair.sum(1)
+            if pixels % 2:
+                counts[f, row[-1]] += 1
+    else:
+        # Every (frame, channel, value) is one key of one np.bincount.
+        base = (np.arange(frames * channels, dtype=np.intp) * 256).reshape(frames, 1, channels)
+        keys = x.reshape(frames, pixels, channels) + base
+        counts = np.bincount(keys.reshape(-1), minlength=frames * channels * 256)
+    # bin = value >> (8 - log2 bins): consecutive runs of 256 // bins values.
+    counts = counts.astype(np.int64, copy=False).reshape(frames, channels, bins, 256 // bins).sum(-1)
+    return counts.reshape(lead + ((channels, bins) if has_channels else (bins,)))
+
+
 #: JAX histogram: at most this many copies of the counters (a power of two), and at most this
 #: many counters in all (int32; 256 KiB), so big batches, with keys enough to spread, use fewer.
 _HISTOGRAM_COPIES = 256

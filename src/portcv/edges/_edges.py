@@ -18,7 +18,8 @@ Here everything is exact integer arithmetic:
 Canny (``canny_candidates_kernel``, ``hysteresis_kernel``) follows OpenCV's ``cv::Canny`` step by
 step (integer tangent tests with ``TG22 = 13573`` in Q15, asymmetric ``>``/``>=`` comparisons),
 so the result equals ``cv2.Canny`` bit for bit; its hysteresis is a fixed point of 3x3
-dilations restricted to the candidates (8-connectivity), whatever order reaches it.
+dilations restricted to the candidates (8-connectivity), whatever order reaches it (on NumPy:
+SciPy's connected components, the same fixed point).
 """
 
 from __future__ import annotations
@@ -368,6 +369,55 @@ def canny_candidates_kernel(xp: Any, gx: Any, gy: Any, *, low: int, high: int, l
     )
 
 
+@canny_candidates_kernel.override("numpy")
+def _canny_candidates_numpy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) -> Any:
+    from ..backends.numpy import array_api, row_bands, run_bands
+
+    xp = array_api()
+    shape = gx.shape
+    h, w = shape[-2], shape[-1]
+    if gx.size == 0:
+        return canny_candidates_kernel.portable(xp, gx, gy, low=low, high=high, l2=l2)
+    planes = gx.size // (h * w)
+    gx, gy = np.reshape(gx, (planes, h, w)), np.reshape(gy, (planes, h, w))
+    out = np.empty((planes, h, w), np.uint8)
+
+    def band(item: tuple[int, int, int]) -> None:
+        # The portable version's int32 arithmetic on a band of rows (a pixel depends only on its
+        # 3x3 neighbourhood, so the band reads one row above and below it), with its temporaries
+        # in the core's cache; its nested selections become boolean and/or (NumPy's where costs
+        # as much as ten of them): the three direction classes exclude one another.
+        p, r0, r1 = item
+        rows = r1 - r0
+        top, bottom = max(r0 - 1, 0), min(r1 + 1, h)
+        x, y = gx[p, top:bottom].astype(np.int32), gy[p, top:bottom].astype(np.int32)
+        ax, ay = np.abs(x), np.abs(y)
+        mag = np.zeros((rows + 2, w + 2), np.int32)  # image rows r0 - 1 .. r1; 0 outside the image
+        mag[top - r0 + 1: bottom - r0 + 1, 1:-1] = x * x + y * y if l2 else ax + ay
+        m = mag[1:-1, 1:-1]
+
+        def at(dy: int, dx: int) -> Any:
+            return mag[1 + dy: 1 + dy + rows, 1 + dx: 1 + dx + w]
+
+        inner = slice(r0 - top, r0 - top + rows)
+        ax, ay, x, y = ax[inner], ay[inner], x[inner], y[inner]
+        q = ay * (1 << 15)
+        horizontal = q < ax * CANNY_TG22
+        # ax * (TG22 + 2**16) is the portable's tg22x + ax * 2**16, modulo 2**32 alike.
+        vertical = q > ax * (CANNY_TG22 + (1 << 16))
+        positive = (x ^ y) >= 0
+        is_max = horizontal & (m > at(0, -1)) & (m >= at(0, 1))
+        is_max |= vertical & (m > at(-1, 0)) & (m >= at(1, 0))
+        diagonal = (positive & (m > at(-1, -1)) & (m > at(1, 1))) | (~positive & (m > at(-1, 1)) & (m > at(1, -1)))
+        is_max |= ~(horizontal | vertical) & diagonal
+        candidate = is_max & (m > low)
+        # CANDIDATE_WEAK = 1 for a candidate, + 1 (CANDIDATE_STRONG) above `high`.
+        np.add(candidate, candidate & (m > high), out=out[p, r0:r1], dtype=np.uint8)
+
+    run_bands(band, row_bands(h, w, planes=planes, target=1 << 17))  # measured: 2.5x faster than 1 << 14
+    return out.reshape(shape)
+
+
 _CANNY_TILE = 32
 
 
@@ -452,6 +502,26 @@ def _hysteresis_jax(state: Any) -> Any:
     # as fast. The fixed point, hence the result, is the same.
     steps = 1 if jax.default_backend() == "cpu" else HYSTERESIS_STEPS
     return _hysteresis_jax_compiled(steps)(state)
+
+
+@hysteresis_kernel.override("numpy", supports="every input (SciPy's connected-component labelling)")
+def _hysteresis_numpy(state: Any) -> Any:
+    from scipy import ndimage
+
+    weak = state != CANDIDATE_NONE
+    # The fixed point is the union of the 8-connected candidate components that hold a strong
+    # pixel: label the components (each frame on its own: the structure connects nothing
+    # along leading axes) and keep the labels found under a strong pixel.
+    structure = np.zeros((3,) * state.ndim, bool)
+    structure[(1,) * (state.ndim - 2)] = True
+    labels, count = ndimage.label(weak, structure=structure)
+    value = np.zeros(count + 1, np.uint8)  # per label: 255 = an edge
+    value[labels[state == CANDIDATE_STRONG]] = 255
+    # Only candidates (a few percent of a frame) can be edges: write those, not every pixel.
+    where = np.flatnonzero(weak)
+    out = np.zeros(state.shape, np.uint8)
+    out.reshape(-1)[where] = value[labels.reshape(-1)[where]]
+    return out
 
 
 #: Launches of the CUDA hysteresis kernel between two reads of the convergence flags.

@@ -3,8 +3,9 @@
 Del Vecchio et al.'s direct form (section II-A, eq. 1): every output sums ``KH * KW`` products, the
 ``O(MNk^2)`` cost its Table I measures against the separable ``O(MNk)`` of Table II. Used for
 kernels that do not factor (user kernels, the Webcam Streaming & Filters report's 2-D Gaussian). The portable
-array-API version (NumPy reference, JAX under jit) and its CuPy override, which runs
-``_convolve.cu``; both finish with ``_separable.finish_accumulator`` / ``finish()`` of ``common.cuh``.
+array-API version (NumPy reference, JAX under jit), its CuPy override, which runs
+``_convolve.cu``, and its NumPy override (row bands, as the separable filter's); all finish with
+``_separable.finish_accumulator`` / ``finish()`` of ``common.cuh``.
 """
 
 from __future__ import annotations
@@ -64,6 +65,47 @@ def convolve2d_kernel(
     if acc is None:
         acc = xp.zeros(img.shape, dtype=xp.int32)
     return finish_accumulator(xp, acc, finish)
+
+
+@convolve2d_kernel.override("numpy", supports="uint8 images (others: the portable version)")
+def _convolve2d_numpy(
+    img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
+) -> Any:
+    from ..backends.numpy import array_api, row_bands, run_bands, scratch
+    from ._separable import _sum_dtype, correlate_shifted, finish_band, shift_in_range
+
+    xp = array_api()
+    if img.dtype != np.uint8 or img.size == 0:
+        return convolve2d_kernel.portable(xp, img, taps=taps, has_channels=has_channels, border=border,
+                                          border_value=border_value, finish=finish)
+    channels = img.shape[-1] if has_channels else 1
+    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
+    kh, kw = len(taps), len(taps[0])
+    height, width = img.shape[y_axis], img.shape[x_axis]
+    # The portable version's padded uint8 copy, then per band of rows one row of taps at a time
+    # (the separable filter's horizontal pass), summed: every partial sum is a sub-sum of
+    # sum |k| * 255, which the caller's check keeps within int32; 16-bit types where it fits.
+    x = pad_axis(xp, img, x_axis, kw // 2, kw - 1 - kw // 2, border, border_value)
+    x = pad_axis(xp, x, y_axis, kh // 2, kh - 1 - kh // 2, border, border_value)
+    planes = img.size // (height * width * channels)
+    x = np.ascontiguousarray(x).reshape(planes, height + kh - 1, -1)
+    n = width * channels
+    flat = [t for row in taps for t in row]
+    dtype = _sum_dtype(255 * sum(abs(t) for t in flat), min(flat) >= 0)
+    in_range = shift_in_range(finish, flat)
+    out = np.empty((planes, height, n), dtype=finish[3])
+
+    def band(item: tuple[int, int, int]) -> None:
+        p, r0, r1 = item
+        acc = scratch("convolve2d-sum", (r1 - r0, n), dtype)
+        acc[...] = 0
+        for j, row in enumerate(taps):
+            if any(row):
+                np.add(acc, correlate_shifted(x[p, r0 + j: r1 + j], row, channels, n, 1, dtype, "convolve2d"), out=acc)
+        finish_band(xp, acc, finish, in_range, out[p, r0:r1])
+
+    run_bands(band, row_bands(height, n, planes=planes))
+    return out.reshape(img.shape)
 
 
 @convolve2d_kernel.override("cupy", supports="1 to 4 channels, kernels up to 31 x 31; CUDA's grid limit (gridDim.y <= 65535 row tiles)")

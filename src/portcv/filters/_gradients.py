@@ -61,6 +61,17 @@ def gradients_kernel(xp: Any, img: Any, *, ksize: int, has_channels: bool, borde
     return gx, gy
 
 
+@gradients_kernel.override("numpy", supports="uint8 images (others: the portable version)")
+def _gradients_numpy(img: Any, *, ksize: int, has_channels: bool, border: str) -> tuple[Any, Any]:
+    from ._separable import _separable_filter_numpy
+
+    # The portable version's two separable passes, each on the separable filter's NumPy override.
+    smooth, deriv = deriv_taps(0, ksize), deriv_taps(1, ksize)
+    common = {"has_channels": has_channels, "border": border, "border_value": 0, "finish": _INT16}
+    return (_separable_filter_numpy(img, kx=deriv, ky=smooth, **common),
+            _separable_filter_numpy(img, kx=smooth, ky=deriv, **common))
+
+
 @gradients_kernel.override("cupy", supports="1 to 4 channels; CUDA's grid limit (gridDim.y <= 65535 row tiles)")
 def _gradients_cupy(img: Any, *, ksize: int, has_channels: bool, border: str) -> Any:
     import cupy

@@ -1,8 +1,10 @@
 """The separable-filter kernel: exact integer horizontal + vertical taps, then one rounding.
 
 Shared by every filter that is a separable correlation (Gaussian, box, Sobel, user taps): the
-portable array-API version (NumPy reference, JAX under jit) and its CuPy override, which runs
-``_separable.cu``. Del Vecchio et al.'s separable convolution (section II-A, eq. 2-3).
+portable array-API version (NumPy reference, JAX under jit), its CuPy override, which runs
+``_separable.cu``, and its NumPy override: the same exact sums in 16-bit integers where their
+bound allows (int32 otherwise) over cache-sized row bands on the host's cores. Del Vecchio et
+al.'s separable convolution (section II-A, eq. 2-3).
 """
 
 from __future__ import annotations
@@ -111,6 +113,150 @@ def separable_filter_kernel(
     # Rows outside a constant border are all `value`, so after the horizontal pass they hold value*sum(kx).
     acc = _correlate_axis(xp, acc, ky, y_axis, border, border_value * sum(kx))
     return finish_accumulator(xp, acc, finish)
+
+
+def _sum_dtype(bound: int, non_negative: bool) -> Any:
+    """The narrowest of uint16 / int16 / int32 that holds every partial sum of magnitude <= ``bound``."""
+    if non_negative and bound <= 65535:
+        return np.uint16
+    return np.int16 if bound <= 32767 else np.int32
+
+
+def correlate_shifted(src: Any, taps: tuple, step: int, n: int, axis: int, dtype: Any, name: str) -> Any:
+    """``sum_i taps[i] * src[i*step : i*step + n]`` along ``axis`` (static slices), in ``dtype``.
+
+    Symmetric (and antisymmetric) tap pairs share one multiply, as OpenCV's row filters do. The
+    caller picks ``dtype`` wide enough for ``max|src| * sum|taps|``, which bounds every partial
+    sum here (each is a sub-sum of the same terms), so the narrow arithmetic is exact. Every
+    operation writes into this thread's scratch buffers ``name + ...``; the result is one of them.
+    """
+    from ..backends.numpy import scratch
+
+    shape = list(src.shape)
+    wide = scratch(name + "-src", tuple(shape), dtype)
+    np.copyto(wide, src)  # widened once, so that every operation below runs on one type
+    shape[axis] = n
+    acc = scratch(name + "-acc", tuple(shape), dtype)
+    term = scratch(name + "-term", tuple(shape), dtype)
+    started = False
+
+    def at(i: int) -> Any:
+        index = [slice(None)] * wide.ndim
+        index[axis] = slice(i * step, i * step + n)
+        return wide[tuple(index)]
+
+    def accumulate(i: int, j: int | None, w: int) -> None:
+        nonlocal started
+        if w == 0:
+            return
+        out = term if started else acc
+        if j is None:
+            np.multiply(at(i), w, out=out)
+        else:
+            (np.add if taps[i] == taps[j] else np.subtract)(at(i), at(j), out=out)
+            if w != 1:
+                np.multiply(out, w, out=out)
+        if started:
+            np.add(acc, term, out=acc)
+        started = True
+
+    k = len(taps)
+    for i in range((k + 1) // 2):
+        j = k - 1 - i
+        if i != j and taps[i] in (taps[j], -taps[j]):
+            accumulate(i, j, taps[i])
+        else:
+            accumulate(i, None, taps[i])
+            if i != j:
+                accumulate(j, None, taps[j])
+    if not started:
+        acc[...] = 0
+    return acc
+
+
+def shift_in_range(finish: tuple, taps: list[int]) -> bool:
+    """Whether a ``shift`` finish's clip is a no-op for these 2-D taps over uint8 pixels: the
+    sums lie in ``[-255 * sum(negative taps), 255 * sum(positive taps)]``, and rounding and
+    ``>> shift`` keep them in the output's range."""
+    mode, shift, _, out_name = finish
+    if mode != "shift":
+        return False
+    lo, hi = OUT_DTYPES[out_name]
+    rounding = (1 << (shift - 1)) if shift else 0
+    pos, neg = sum(t for t in taps if t > 0), sum(-t for t in taps if t < 0)
+    return lo <= (-255 * neg + rounding) >> shift and (255 * pos + rounding) >> shift <= hi
+
+
+def finish_band(xp: Any, acc: Any, finish: tuple, in_range: bool, out: Any) -> None:
+    """:func:`finish_accumulator` of a band's exact sums ``acc`` (any integer type, which this may
+    overwrite) into ``out``, in place where it can be."""
+    from ..backends.numpy import scratch
+
+    def widened(dtype: Any) -> Any:  # C casting: two's complement modulo 2**32 for uint32
+        if acc.dtype == dtype:
+            return acc
+        wide = scratch("finish", acc.shape, dtype)
+        np.copyto(wide, acc, casting="unsafe")
+        return wide
+
+    if in_range:
+        # The shift, in place; the clip cannot change a value here (so the store's cast is exact).
+        v = acc
+        if finish[1]:
+            v = widened(np.int32)
+            v += 1 << (finish[1] - 1)
+            v >>= finish[1]
+        np.copyto(out, v, casting="unsafe")
+    elif finish[0] == "box_multiply":
+        # ((acc + dd) * ds) >> 23 in uint32, in place: the same arithmetic modulo 2**32 from any
+        # sum type; the uint8 store keeps the low byte, as astype does.
+        v = widened(np.uint32)
+        v += finish[1]
+        v *= finish[2]
+        v >>= 23
+        np.copyto(out, v, casting="unsafe")
+    else:
+        out[...] = finish_accumulator(xp, widened(np.int32), finish)
+
+
+@separable_filter_kernel.override("numpy", supports="uint8 images (others: the portable version)")
+def _separable_filter_numpy(
+    img: Any, *, kx: tuple, ky: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
+) -> Any:
+    from ..backends.numpy import array_api, row_bands, run_bands
+
+    params = dict(kx=kx, ky=ky, has_channels=has_channels, border=border, border_value=border_value, finish=finish)
+    if img.dtype != np.uint8 or img.size == 0:
+        return separable_filter_kernel.portable(array_api(), img, **params)
+    xp = array_api()
+    channels = img.shape[-1] if has_channels else 1
+    y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
+    height, width = img.shape[y_axis], img.shape[x_axis]
+    # One uint8 copy padded on both axes by the portable border rule; a constant border's rows
+    # are then `value` everywhere, whose horizontal sums are the portable's value * sum(kx).
+    x = pad_axis(xp, img, x_axis, len(kx) // 2, len(kx) - 1 - len(kx) // 2, border, border_value)
+    x = pad_axis(xp, x, y_axis, len(ky) // 2, len(ky) - 1 - len(ky) // 2, border, border_value)
+    planes = img.size // (height * width * channels)
+    x = np.ascontiguousarray(x).reshape(planes, height + len(ky) - 1, -1)
+    n = width * channels
+    # Every partial sum is bounded by 255 * sum|taps| (horizontal) and 255 * sum|kx| * sum|ky|
+    # (both passes); check_accumulator keeps both within int32, and 16-bit types are used
+    # where they hold them.
+    sx, sy = sum(abs(t) for t in kx), sum(abs(t) for t in ky)
+    h_dtype = _sum_dtype(255 * sx, min(kx) >= 0)
+    v_dtype = np.promote_types(h_dtype, _sum_dtype(255 * sx * sy, min(kx) >= 0 and min(ky) >= 0))
+    out = np.empty((planes, height, n), dtype=finish[3])
+    in_range = shift_in_range(finish, [a * b for a in kx for b in ky])
+
+    def band(item: tuple[int, int, int]) -> None:
+        p, r0, r1 = item
+        rows = x[p, r0: r1 + len(ky) - 1]
+        h = correlate_shifted(rows, kx, channels, n, 1, h_dtype, "separable-x")
+        finish_band(xp, correlate_shifted(h, ky, 1, r1 - r0, 0, v_dtype, "separable-y"), finish, in_range,
+                    out[p, r0:r1])
+
+    run_bands(band, row_bands(height, n, planes=planes))
+    return out.reshape(img.shape)
 
 
 @separable_filter_kernel.override("cupy")

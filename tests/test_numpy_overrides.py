@@ -1,0 +1,80 @@
+"""The NumPy overrides' paths that the per-domain property tests' small images do not reach.
+
+The property tests compare ``numpy`` (the overrides) with ``numpy:readonly`` (the portable
+versions) on images of a few dozen pixels, which fit one row band. Here the bands are shrunk to
+two rows, so every band boundary (the separable and 2-D filters' and Canny candidates' halo rows, the
+median's tile rows, the integral's running rows) lies inside small images, and the bands run on
+the thread pool; and the byte-pair histogram of big gray frames gets a frame of its own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import portcv
+import portcv.backends.numpy as host
+from portcv._kernel import KERNELS
+
+from .helpers import assert_same_bits
+
+
+@pytest.fixture
+def two_row_bands(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = host.row_bands
+    monkeypatch.setattr(host, "row_bands", lambda rows, row_elements, *, planes=1, target=0:
+                        real(rows, row_elements, planes=planes, target=2 * row_elements))
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
+
+
+def _same_as_portable(name: str, *arrays: np.ndarray, **params: object) -> None:
+    for domain in (portcv.color, portcv.filters, portcv.edges, portcv.transform):  # their kernels register on import
+        assert domain.__all__
+    k = KERNELS[name]
+    expected = k.portable(host.array_api(), *arrays, **params)
+    actual = k.overrides["numpy"].fn(*arrays, **params)
+    if isinstance(expected, tuple):
+        for e, a in zip(expected, actual, strict=True):
+            assert_same_bits(e, a)
+    else:
+        assert_same_bits(expected, actual)
+
+
+SHAPES = [((7, 9), False), ((2, 5, 11), False), ((6, 5, 3), True)]
+
+
+@pytest.mark.usefixtures("two_row_bands")
+@pytest.mark.parametrize("shape, has_channels", SHAPES)
+def test_banded_overrides_equal_the_portable_versions(shape: tuple, has_channels: bool) -> None:
+    """Row bands of two rows give the portable bits for every banded override and border."""
+    rng = np.random.default_rng(len(shape))
+    img = rng.integers(0, 256, shape, dtype=np.uint8)
+    for border in ("reflect101", "replicate", "constant"):
+        for kx, ky, finish in (((22, 62, 88, 62, 22), (1, 2, 1), ("shift", 12, 0, "uint8")),
+                               ((-1, 0, 1), (3, 10, 3), ("shift", 0, 0, "int16")),
+                               ((1,) * 4, (1,) * 3, ("box_multiply", 6, 699051, "uint8"))):
+            _same_as_portable("separable_filter", img, kx=kx, ky=ky, has_channels=has_channels, border=border,
+                              border_value=9, finish=finish)
+        _same_as_portable("convolve2d", img, taps=((0, -1, 2), (5, -9, 1)), has_channels=has_channels,
+                          border=border, border_value=9, finish=("shift", 2, 0, "int16"))
+        for ksize in (3, 5):
+            _same_as_portable("median_filter", img, ksize=ksize, has_channels=has_channels, border=border,
+                              border_value=9)
+    _same_as_portable("integral", img, has_channels=has_channels, squared=True, dtype="int32")
+    if not has_channels:
+        gx, gy = (rng.integers(-1020, 1021, shape).astype(np.int16) for _ in range(2))
+        for l2 in (False, True):
+            _same_as_portable("canny_candidates", gx, gy, low=100 if not l2 else 10**4, high=600 if not l2 else 10**5,
+                              l2=l2)
+
+
+def test_big_frames_equal_the_portable_versions() -> None:
+    """The byte-pair histogram of gray frames of 2**16 pixels or more (an odd count here), and
+    rgb_to_gray over more than one of its bands, give the portable bits."""
+    rng = np.random.default_rng(0)
+    gray = rng.integers(0, 256, (2, 255, 257), dtype=np.uint8)
+    for bins in (256, 16):
+        _same_as_portable("histogram", gray, bins=bins, has_channels=False)
+    rgb = rng.integers(0, 256, (131, 129, 3), dtype=np.uint8)
+    for method in ("weighted", "average"):
+        _same_as_portable("rgb_to_gray", rgb, method=method)

@@ -87,6 +87,15 @@ def real(value: Any, name: str, *, positive: bool = False, high: float | None = 
     return value
 
 
+def real_pair(value: Any, name: str, pair_name: str, *, high: float) -> tuple[float, float]:
+    """A positive real number for both axes, or a pair of them (``pair_name`` says which order,
+    e.g. ``"(fx, fy)"``), each at most ``high``."""
+    pair = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be a float or a {pair_name} pair, got {value!r}")
+    return real(pair[0], name, positive=True, high=high), real(pair[1], name, positive=True, high=high)
+
+
 def choice(value: Any, name: str, options: Iterable[str]) -> str:
     options = tuple(options)
     if value not in options:

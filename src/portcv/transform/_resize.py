@@ -252,15 +252,6 @@ def _check_size(size: Any) -> tuple[int, int]:
     return w, h
 
 
-def _check_scale(scale: Any) -> tuple[float, float]:
-    pair = tuple(scale) if isinstance(scale, (tuple, list)) else (scale, scale)
-    if len(pair) != 2:
-        raise ValueError(f"scale must be a float or an (fx, fy) pair, got {scale!r}")
-    fx = _validate.real(pair[0], "scale", positive=True, high=1e6)
-    fy = _validate.real(pair[1], "scale", positive=True, high=1e6)
-    return fx, fy
-
-
 def resize(
     image: Any,
     *,
@@ -330,7 +321,7 @@ def resize(
         raise ValueError("give exactly one of size=(width, height) and scale=(fx, fy)")
     height, width, channels = _plane_shape(img, has_channels)
     wanted = _check_size(size) if size is not None else None
-    factors = _check_scale(scale) if scale is not None else None
+    factors = _validate.real_pair(scale, "scale", "(fx, fy)", high=1e6) if scale is not None else None
     arith, (dw, dh), inv_scale = _resize_plan((width, height), wanted, factors, interpolation, channels)
     if dw < 1 or dh < 1:
         raise ValueError(f"scale: {scale!r} makes a {dw}x{dh} image from {width}x{height}")

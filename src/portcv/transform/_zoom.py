@@ -306,15 +306,6 @@ def _check_order(order: Any) -> int:
     return order
 
 
-def _check_factor(factor: Any) -> tuple[float, float]:
-    pair = tuple(factor) if isinstance(factor, (tuple, list)) else (factor, factor)
-    if len(pair) != 2:
-        raise ValueError(f"factor must be a float or a (rows, columns) pair, got {factor!r}")
-    fy = _validate.real(pair[0], "factor", positive=True, high=1e6)
-    fx = _validate.real(pair[1], "factor", positive=True, high=1e6)
-    return fy, fx
-
-
 def spline_filter(image: Any, *, order: int = 3, border: str = "reflect101", channel_axis: Any = "auto") -> Any:
     """B-spline coefficients of an image, as Q16 fixed-point integers.
 
@@ -467,7 +458,7 @@ def zoom(
     else:
         img = _validate.image(image, dtype=np.int32)
     has_channels = _validate.has_channels(img, channel_axis)
-    fy, fx = _check_factor(factor)
+    fy, fx = _validate.real_pair(factor, "factor", "(rows, columns)", high=1e6)
     height, width, _ = _plane_shape(img, has_channels)
     dh, dw = round(height * fy), round(width * fx)  # Python's round: half to even, as scipy
     if dh < 1 or dw < 1:

@@ -124,3 +124,18 @@ def timed(fn: Callable[[], Any], repeat: int, cupy_events: bool) -> tuple[Any, f
             gpus.append(cupy.cuda.get_elapsed_time(start, end))
         walls.append((time.perf_counter() - t0) * 1e3)
     return result, statistics.median(walls), (statistics.median(gpus) if gpus else None)
+
+
+def interleaved_ms(fns: dict[str, Callable[[], Any]], repeat: int = 5, warmup: int = 1) -> dict[str, float]:
+    """Median wall ms of each host callable, run in turn (``a, b, a, b, ...``) in one process so
+    a load change on a shared machine hits every contender alike; ``warmup`` rounds first."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - t0) * 1e3)
+    return {name: statistics.median(t) for name, t in times.items()}

@@ -315,6 +315,40 @@ def test_pyramid_gather_equals_resize_and_pack(backend, shape, sf, min_size):
     assert_same_bits(expected, got)
 
 
+def test_numpy_overrides_on_irregular_maps_and_windows_equal_the_portable_versions():
+    """The NumPy overrides' paths that ScanGeometry's inputs never take: a pyramid whose maps
+    have short runs and fill pixels of many pairs (per-pixel rather than separable, writeable
+    maps: not cached), and Haar windows evaluated without the variance check that are flat (nf = 0)
+    or read tables that are no image's sums (nf < 0: the clamp at 0 must keep the portable
+    decision F < 0; F beyond the loader's bound)."""
+    from portcv.detect._cascade import evaluate_kernel, pyramid_kernel
+    from portcv.detect._detector import scan_geometry
+
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (61, 83), dtype=np.uint8)
+    geo = scan_geometry(83, 61, (24, 24), 1.1, (0, 0), (83, 61))
+    xmap, ymap, xtab, ytab = (a.copy() for a in geo.maps)
+    hit = rng.random(xmap.shape) < 0.05
+    xmap[hit] = rng.integers(0, xtab.shape[0], hit.sum())
+    ymap[hit] = rng.integers(0, ytab.shape[0], hit.sum())
+    with portcv.using("numpy"):
+        got = pyramid_kernel(img, xmap, ymap, xtab, ytab, shape=geo.packed_shape)
+    assert_same_bits(pyramid_kernel.portable(np, img, xmap, ymap, xtab, ytab, shape=geo.packed_shape), got)
+
+    cascade = load_cascade(DEFAULT).truncated(4)
+    gray = _small_image(9, (40, 60), True)
+    gray[:30, :30] = 77  # flat windows: nf = 0
+    tables = integrals_kernel.portable(np, gray, tilted=False)
+    noise = tuple(rng.integers(0, 2**32, (41, 61), dtype=np.uint32) for _ in range(2))  # not a rect's sums: nf < 0
+    windows = np.arange(0, 16 * 61, dtype=np.int32)  # every x, rows wrapping past x = 36 included
+    args = dict(feature_type="haar", window=cascade.window, has_tilted=False, stages=cascade.stage_layout(),
+                stage_begin=0, stage_end=4, check_variance=False)
+    for sums, sqsums in (tables[:2], noise):
+        with portcv.using("numpy"):
+            got = evaluate_kernel(sums, sqsums, sums, windows, *cascade.arrays(), **args)
+        assert_same_bits(evaluate_kernel.portable(np, sums, sqsums, sums, windows, *cascade.arrays(), **args), got)
+
+
 def test_plan_evaluation_and_candidates_backend_equals_numpy(backend):
     from portcv.detect._cascade import candidates_kernel, plan_evaluate_kernel
 

@@ -135,13 +135,83 @@ def pyramid_kernel(xp: Any, gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: An
 
 @pyramid_kernel.override("numpy")
 def _pyramid_numpy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
-    # The portable arithmetic in chunks of pixels, so the temporaries stay small.
-    out = np.empty(int(np.prod(shape)), np.uint8)
+    # Separable where the maps have rectangles (the levels of ScanGeometry's packed layout):
+    # the horizontal pass once per source row a level uses, then the vertical pass -- the same
+    # int32 products and sums as the portable gather, per pixel. The other pixels (the fill) by
+    # the portable arithmetic, once when they share one (xmap, ymap) pair: a pixel's value is a
+    # function of its pair alone.
     gray = np.asarray(gray)
-    for a in range(0, out.shape[0], NUMPY_CHUNK * 16):
-        part = slice(a, a + NUMPY_CHUNK * 16)
-        out[part] = pyramid_kernel.portable(np, gray, xmap[part], ymap[part], xtab, ytab, shape=(-1,))
-    return out.reshape(shape)
+    xmap, ymap = np.asarray(xmap), np.asarray(ymap)
+    rects, rest, pairs, inverse = _pyramid_layout(xmap, ymap, shape)
+    out = np.empty(shape, np.uint8)
+    flat = gray.reshape(-1).astype(np.int32)
+    xtab, ytab = np.asarray(xtab), np.asarray(ytab)
+
+    def level(k: int, _: int) -> None:
+        r0, c0, h, w, j0, i0 = rects[k]
+        x0, x1 = (xtab[i0 : i0 + w, n].astype(np.intp) for n in (0, 1))
+        wx0, wx1 = (xtab[i0 : i0 + w, n][None, :] for n in (2, 3))
+        y0, y1 = (ytab[j0 : j0 + h, n].astype(np.intp) for n in (0, 1))
+        wy0, wy1 = (ytab[j0 : j0 + h, n][:, None] for n in (2, 3))
+        rows, where = np.unique(np.concatenate([y0, y1]), return_inverse=True)
+        across = wx0 * flat.take(rows[:, None] + x0) + wx1 * flat.take(rows[:, None] + x1)  # <= 256 * 255
+        val = wy0 * across[where[:h]] + wy1 * across[where[h:]] + PYRAMID_ROUND
+        out[r0 : r0 + h, c0 : c0 + w] = val >> 16  # < 2**31 as the portable's; uint8 as its astype
+
+    _numpy_blocks(len(rects), 1, level)
+    if rest.size:
+        one = pyramid_kernel.portable(np, gray, pairs[:, 0], pairs[:, 1], xtab, ytab, shape=(-1,))
+        out.reshape(-1)[rest] = one[inverse]
+    return out
+
+
+#: Layouts kept by _pyramid_layout (one per frame geometry in use, as ScanGeometry's cache).
+PYRAMID_LAYOUTS = 8
+_LAYOUTS: dict = {}
+
+
+def _pyramid_layout(xmap: np.ndarray, ymap: np.ndarray, shape: tuple[int, int]) -> tuple:
+    """``(rects, rest, pairs, inverse)`` of the pyramid maps: the rectangles ``(r0, c0, h, w, j0,
+    i0)`` where ``ymap = j0 + (r - r0)`` and ``xmap = i0 + (c - c0)``, the flat indices of the
+    other pixels, their ``(xmap, ymap)`` pairs (one when they all share it) and each one's pair. Cached for
+    read-only maps (ScanGeometry's), keyed by the arrays themselves (held, so never stale)."""
+    key = (id(xmap), id(ymap), tuple(shape))
+    hit = _LAYOUTS.get(key)
+    if hit is not None and hit[0] is xmap and hit[1] is ymap:
+        return hit[2]
+    hp, wp = shape
+    xm, ym = xmap.reshape(hp, wp), ymap.reshape(hp, wp)
+    same = np.zeros((hp, wp), bool)  # the pixel continues its left neighbour's run
+    same[:, 1:] = (xm[:, 1:] == xm[:, :-1] + 1) & (ym[:, 1:] == ym[:, :-1])
+    starts = np.flatnonzero(~same)
+    length = np.diff(np.append(starts, hp * wp))
+    long = length >= 8
+    starts, length = starts[long], length[long]
+    r, c = np.divmod(starts, wp)
+    j, i = ym.reshape(-1)[starts], xm.reshape(-1)[starts]
+    order = np.lexsort((r, i, length, c))
+    r, c, length, j, i = (a[order] for a in (r, c, length, j, i))
+    new = np.ones(r.size, bool)
+    new[1:] = ((c[1:] != c[:-1]) | (length[1:] != length[:-1]) | (i[1:] != i[:-1]) | (r[1:] != r[:-1] + 1)
+               | (j[1:] != j[:-1] + 1))
+    first = np.flatnonzero(new)
+    height = np.diff(np.append(first, r.size))
+    rects = tuple((int(r[f]), int(c[f]), int(h), int(length[f]), int(j[f]), int(i[f])) for f, h in zip(first, height))
+    covered = np.zeros((hp, wp), bool)
+    for r0, c0, h, w, _, _ in rects:
+        covered[r0 : r0 + h, c0 : c0 + w] = True
+    rest = np.flatnonzero(~covered)
+    xr, yr = xmap.reshape(-1)[rest], ymap.reshape(-1)[rest]
+    if rest.size and np.all(xr == xr[0]) and np.all(yr == yr[0]):  # the fill: one pair
+        pairs, inverse = np.array([[xr[0], yr[0]]]), np.zeros(rest.size, np.intp)
+    else:  # every pixel its own pair (no sort of millions of pairs on a first call)
+        pairs, inverse = np.stack([xr, yr], axis=1), np.arange(rest.size)
+    layout = (rects, rest, np.ascontiguousarray(pairs), inverse.reshape(-1))
+    if not xmap.flags.writeable and not ymap.flags.writeable:
+        if len(_LAYOUTS) >= PYRAMID_LAYOUTS:
+            _LAYOUTS.pop(next(iter(_LAYOUTS)))
+        _LAYOUTS[key] = (xmap, ymap, layout)
+    return layout
 
 
 @pyramid_kernel.override("jax", supports="every input (in blocks of pixels)")

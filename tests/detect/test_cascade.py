@@ -349,6 +349,30 @@ def test_numpy_overrides_on_irregular_maps_and_windows_equal_the_portable_versio
         assert_same_bits(evaluate_kernel.portable(np, sums, sqsums, sums, windows, *cascade.arrays(), **args), got)
 
 
+def test_numpy_compaction_and_candidates_equal_the_portable_versions():
+    """NumPy's compaction (running maximum) and candidate read-out (flatnonzero) against the
+    portable closed form, with and without row ends (the plan -> plan form only JAX's levels
+    call), plans shorter and longer than the survivors, limits either side of them."""
+    from portcv.detect._cascade import candidates_kernel
+
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 7, 3000):
+        status = rng.choice(np.array([0, 0, 0, 1, 1, -1, -4], np.int32), n)
+        row_end = rng.random(n) < 0.03
+        for cap in (1, max(1, n // 9), n + 2):
+            for ends in (row_end, None):
+                with portcv.using("numpy"):
+                    plan, count = compact_kernel(status, ends, capacity=cap)
+                e_plan, e_count = compact_kernel.portable(np, status, ends, capacity=cap)
+                assert_same_bits(e_plan, plan)
+                assert_same_bits(e_count, count)
+            later = rng.choice(np.array([1, -2], np.int32), cap)
+            for limit in (1, 5, cap + 4):
+                with portcv.using("numpy"):
+                    got = candidates_kernel(plan, count, later, limit=limit)
+                assert_same_bits(candidates_kernel.portable(np, plan, count, later, limit=limit), got)
+
+
 def test_plan_evaluation_and_candidates_backend_equals_numpy(backend):
     from portcv.detect._cascade import candidates_kernel, plan_evaluate_kernel
 

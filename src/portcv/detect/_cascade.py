@@ -754,6 +754,28 @@ def compact_kernel(xp: Any, status: Any, row_end: Any, *, capacity: int) -> Any:
     return plan, count
 
 
+@compact_kernel.override("numpy")
+def _compact_numpy(status: Any, row_end: Any, *, capacity: int) -> Any:
+    # The same closed form with a running maximum for r (NumPy has one) and flatnonzero for
+    # the plan: four passes instead of the portable's prefix counts and scatters.
+    status = np.asarray(status)
+    n = status.shape[0]
+    if row_end is None:
+        keep = status == 1
+    else:
+        reset = (status != 0) | np.asarray(row_end)
+        last = np.full(n, -1, np.intp)  # the last reset strictly before i (-1: none)
+        if n > 1:
+            np.maximum.accumulate(np.where(reset[:-1], np.arange(n - 1), -1), out=last[1:])
+        visited = ((np.arange(n) - last - 1) & 1) == 0
+        keep = visited & (status == 1)
+    found = np.flatnonzero(keep)
+    plan = np.zeros(capacity, np.int32)
+    count = min(found.size, capacity)
+    plan[:count] = found[:count]
+    return plan, np.asarray(count, dtype=np.int32)
+
+
 @kernel("cascade_candidates")
 def candidates_kernel(xp: Any, plan: Any, count: Any, status: Any, *, limit: int) -> Any:
     """The one small device -> host transfer of a detection: int32 ``(limit + 2,)``.
@@ -768,6 +790,17 @@ def candidates_kernel(xp: Any, plan: Any, count: Any, status: Any, *, limit: int
         [xp.take(plan, keep), xp.zeros(limit - capacity, dtype=xp.int32)])
     head = xp.stack([xp.astype(count, xp.int32), xp.astype(n, xp.int32)])
     return xp.concat([head, xp.where(xp.arange(limit, dtype=xp.int32) < n, idx, 0)])
+
+
+@candidates_kernel.override("numpy")
+def _candidates_numpy(plan: Any, count: Any, status: Any, *, limit: int) -> Any:
+    plan, status = np.asarray(plan), np.asarray(status)
+    found = np.flatnonzero(status == 1)
+    out = np.zeros(limit + 2, np.int32)
+    out[0], out[1] = int(count), found.size  # n: every survivor, not capped by limit
+    m = min(found.size, limit)
+    out[2 : 2 + m] = plan[found[:m]]
+    return out
 
 
 @kernel("cascade_group")

@@ -606,7 +606,7 @@ class _NumpyStumps:
                 cnt = count[part][order]
                 lookups = tuple(int((cnt > c).sum()) for c in range(int(cnt.max(initial=0))))
                 self.tables[s] = (moff[part][order], merged[part][order], lookups, signed[part][order][:, None],
-                                  leaf_l[part][order][:, None], leaf_r[part][order][:, None])
+                                  int(leaf_r[part].sum()), (leaf_l[part] - leaf_r[part])[order].astype(np.float64))
             else:
                 self.tables[s] = (offs[part], np.ascontiguousarray(lut[part]).reshape(-1),
                                   (np.arange(t1 - t0, dtype=np.intp) * 256)[:, None])
@@ -618,7 +618,7 @@ class _NumpyStumps:
         return self._lbp(s, img, win)
 
     def _haar(self, s: int, img: np.ndarray, win: np.ndarray, nf: np.ndarray) -> np.ndarray:
-        off, coef, lookups, signed, leaf_l, leaf_r = self.tables[s]
+        off, coef, lookups, signed, right_sum, left_gain = self.tables[s]
         img32 = img.view(np.int32)  # the same bits: sums modulo 2**32
         total = None
         for c, n in enumerate(lookups):
@@ -637,9 +637,12 @@ class _NumpyStumps:
         t = np.abs(f)
         f *= t
         np.multiply(signed, np.maximum(nf, 0).astype(np.float64)[None, :], out=t)
-        left = f < t
-        # sum of the chosen leaves, int64 (exact: the loader bounds a stage's leaf sum below 2**52)
-        return np.where(left, leaf_l, leaf_r).sum(axis=0)
+        np.less(f, t, out=t)  # left: 1.0, right: 0.0
+        # The sum of the chosen leaves = sum(right leaves) + sum over left trees of (left - right),
+        # the second as one float64 sum of products (einsum: no BLAS threads beside ours): every
+        # term and partial sum is an integer below 2**53 (the loader bounds sum |leaf| of a stage
+        # below 2**52), so exact in any order of additions, with or without FMA.
+        return right_sum + np.einsum("t,tk->k", left_gain, t).astype(np.int64)
 
     def _lbp(self, s: int, img: np.ndarray, win: np.ndarray) -> np.ndarray:
         off, lut, rows = self.tables[s]

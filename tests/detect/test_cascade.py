@@ -315,12 +315,14 @@ def test_pyramid_gather_equals_resize_and_pack(backend, shape, sf, min_size):
     assert_same_bits(expected, got)
 
 
-def test_numpy_overrides_on_irregular_maps_and_windows_equal_the_portable_versions():
+def test_numpy_overrides_on_irregular_maps_and_windows_equal_the_portable_versions(astronaut_gray):
     """The NumPy overrides' paths that ScanGeometry's inputs never take: a pyramid whose maps
     have short runs and fill pixels of many pairs (per-pixel rather than separable, writeable
-    maps: not cached), and Haar windows evaluated without the variance check that are flat (nf = 0)
+    maps: not cached), Haar windows evaluated without the variance check that are flat (nf = 0)
     or read tables that are no image's sums (nf < 0: the clamp at 0 must keep the portable
-    decision F < 0; F beyond the loader's bound)."""
+    decision F < 0; F beyond the loader's bound), rectangles of windows whose rows wrap or step
+    by no whole table row (as_strided views), and a scan grid (2-D slices of the tables)."""
+    astronaut = astronaut_gray
     from portcv.detect._cascade import evaluate_kernel, pyramid_kernel
     from portcv.detect._detector import scan_geometry
 
@@ -336,17 +338,30 @@ def test_numpy_overrides_on_irregular_maps_and_windows_equal_the_portable_versio
     assert_same_bits(pyramid_kernel.portable(np, img, xmap, ymap, xtab, ytab, shape=geo.packed_shape), got)
 
     cascade = load_cascade(DEFAULT).truncated(4)
-    gray = _small_image(9, (40, 60), True)
-    gray[:30, :30] = 77  # flat windows: nf = 0
+    gray = _small_image(9, (160, 120), True)
+    gray[:40, :40] = 77  # flat windows: nf = 0
     tables = integrals_kernel.portable(np, gray, tilted=False)
-    noise = tuple(rng.integers(0, 2**32, (41, 61), dtype=np.uint32) for _ in range(2))  # not a rect's sums: nf < 0
-    windows = np.arange(0, 16 * 61, dtype=np.int32)  # every x, rows wrapping past x = 36 included
+    noise = tuple(rng.integers(0, 2**32, (161, 121), dtype=np.uint32) for _ in range(2))  # no image's sums: nf < 0
+    stride = 121
+    consecutive = np.arange(0, 130 * stride, dtype=np.int32)  # one long row of windows, wrapping table rows
+    odd_rows = (np.arange(60)[:, None] * (2 * stride + 1) + np.arange(0, 300, 2)[None, :]).reshape(-1).astype(np.int32)
     args = dict(feature_type="haar", window=cascade.window, has_tilted=False, stages=cascade.stage_layout(),
                 stage_begin=0, stage_end=4, check_variance=False)
     for sums, sqsums in (tables[:2], noise):
-        with portcv.using("numpy"):
-            got = evaluate_kernel(sums, sqsums, sums, windows, *cascade.arrays(), **args)
-        assert_same_bits(evaluate_kernel.portable(np, sums, sqsums, sums, windows, *cascade.arrays(), **args), got)
+        for windows in (consecutive, odd_rows):  # rectangles read through as_strided views
+            with portcv.using("numpy"):
+                got = evaluate_kernel(sums, sqsums, sums, windows, *cascade.arrays(), **args)
+            assert_same_bits(evaluate_kernel.portable(np, sums, sqsums, sums, windows, *cascade.arrays(), **args), got)
+
+    # a scan grid's windows: the levels' rectangles read through 2-D slices of the tables
+    crop = np.ascontiguousarray(astronaut[40:280, 120:420])  # its largest level has 14,904 windows
+    geo = scan_geometry(300, 240, (24, 24), 1.1, (0, 0), (300, 240))
+    packed = pyramid_kernel.portable(np, crop, *geo.maps, shape=geo.packed_shape)
+    ints = integrals_kernel.portable(np, packed, tilted=False)
+    args.update(check_variance=True)
+    with portcv.using("numpy"):
+        got = evaluate_kernel(*ints, geo.grid.windows, *cascade.arrays(), **args)
+    assert_same_bits(evaluate_kernel.portable(np, *ints, geo.grid.windows, *cascade.arrays(), **args), got)
 
 
 def test_numpy_compaction_and_candidates_equal_the_portable_versions():

@@ -499,7 +499,8 @@ def _evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: An
                 acc = _stage_sum(np, img, win[a:b].astype(np.int32), None if nf is None else nf[a:b], offs, arrays,
                                  feature_type=feature_type, t0=t0, t1=t1, depth=depth)
                 passed[a:b] = acc >= thr_fixed[s]
-        _numpy_blocks(alive.size, max(1, NUMPY_BLOCK // max(1, t1 - t0)), run)
+        per_block = NUMPY_BLOCK if feature_type == "haar" else NUMPY_BLOCK // 2  # LBP: 30 temporaries a block
+        _numpy_blocks(alive.size, max(1, per_block // max(1, t1 - t0)), run)
         status[alive[~passed]] = -s
         alive = alive[passed]
     return status

@@ -10,7 +10,7 @@ cascade and portcv's defaults (scale 1.1, min_neighbors 3, min_size 0x0). Frames
 1920x1080 mosaic of ``tests/detect``'s memory test (the astronaut's red channel tiled 3 x 4).
 The boxes are checked equal to cv2's (as sets). ``--memory`` runs each size's NumPy detection
 in a fresh process and reports its peak RSS above the process before the call (``VmHWM``).
-``--profile SIZE`` prints cProfile's top entries for one NumPy detection.
+``--profile SIZE`` prints cProfile's top entries for one NumPy detection (the first cascade).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def as_set(boxes: object) -> list:
 def peak_rss(size: str, cascade: str) -> float:
     """Peak RSS (MB) a fresh process gains over one NumPy detection of ``size``."""
     code = (
-        "import sys; sys.path.insert(0, 'tools')\n"
+        f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
         "import numpy as np, portcv\n"
         "from cascade_cpu import frame, CASCADES, PARAMS\n"
         f"img = frame({size!r})\n"
@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cascades", default="haar,lbp")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--profile", default=None, help="cProfile one NumPy detection of this size (the first of --cascades)")
+    ap.add_argument("--profile", default=None,
+                    help="cProfile one NumPy detection of this size (the first of --cascades)")
     ap.add_argument("--memory", action="store_true", help="peak RSS of one NumPy detection per size (fresh process)")
     args = ap.parse_args(argv)
 

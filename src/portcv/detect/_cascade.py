@@ -42,9 +42,6 @@ import numpy as np
 
 from .._kernel import kernel
 
-#: Windows per chunk of the NumPy override (bounds its temporaries to ~100 MB).
-NUMPY_CHUNK = 1 << 16
-
 
 # --------------------------------------------------------------------------------------------
 # JAX: blocks
@@ -161,7 +158,7 @@ def _pyramid_numpy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, sha
     _numpy_blocks(len(rects), 1, level)
     if rest.size:
         one = pyramid_kernel.portable(np, gray, pairs[:, 0], pairs[:, 1], xtab, ytab, shape=(-1,))
-        out.reshape(-1)[rest] = one[inverse]
+        out.reshape(-1)[rest] = one[0] if inverse is None else one[inverse]
     return out
 
 
@@ -173,7 +170,7 @@ _LAYOUTS: dict = {}
 def _pyramid_layout(xmap: np.ndarray, ymap: np.ndarray, shape: tuple[int, int]) -> tuple:
     """``(rects, rest, pairs, inverse)`` of the pyramid maps: the rectangles ``(r0, c0, h, w, j0,
     i0)`` where ``ymap = j0 + (r - r0)`` and ``xmap = i0 + (c - c0)``, the flat indices of the
-    other pixels, their ``(xmap, ymap)`` pairs (one when they all share it) and each one's pair. Cached for
+    other pixels, their ``(xmap, ymap)`` pairs and each one's pair (None: they all share one). Cached for
     read-only maps (ScanGeometry's), keyed by the arrays themselves (held, so never stale)."""
     key = (id(xmap), id(ymap), tuple(shape))
     hit = _LAYOUTS.get(key)
@@ -203,10 +200,10 @@ def _pyramid_layout(xmap: np.ndarray, ymap: np.ndarray, shape: tuple[int, int]) 
     rest = np.flatnonzero(~covered)
     xr, yr = xmap.reshape(-1)[rest], ymap.reshape(-1)[rest]
     if rest.size and np.all(xr == xr[0]) and np.all(yr == yr[0]):  # the fill: one pair
-        pairs, inverse = np.array([[xr[0], yr[0]]]), np.zeros(rest.size, np.intp)
+        pairs, inverse = np.array([[xr[0], yr[0]]]), None
     else:  # every pixel its own pair (no sort of millions of pairs on a first call)
         pairs, inverse = np.stack([xr, yr], axis=1), np.arange(rest.size)
-    layout = (rects, rest, np.ascontiguousarray(pairs), inverse.reshape(-1))
+    layout = (rects, rest, np.ascontiguousarray(pairs), inverse)
     if not xmap.flags.writeable and not ymap.flags.writeable:
         if len(_LAYOUTS) >= PYRAMID_LAYOUTS:
             _LAYOUTS.pop(next(iter(_LAYOUTS)))
@@ -518,7 +515,8 @@ NUMPY_DENSE_BAND = 1 << 16
 
 def _window_rects(win: np.ndarray) -> list:
     """Rectangles ``(a, R, C, rs, cs)`` of ``win``: ``win[a + i*C + j] = win[a] + i*rs + j*cs``
-    for ``i < R``, ``j < C`` (rows of at least NUMPY_DENSE_COLS windows, ``rs, cs > 0``).
+    for ``i < R``, ``j < C`` (rows of at least NUMPY_DENSE_COLS windows, ``cs > 0``, ``rs > 0``
+    or 0 for a single row).
 
     A row is a run of equal differences (an arithmetic sequence, so exact by construction); a
     rectangle is a run of rows of equal length and step that follow each other in ``win`` and
@@ -612,7 +610,7 @@ class _Views:
 
 
 #: Window-trees per block of the NumPy evaluation: a block's int32/float64 temporaries (a few
-#: (trees x windows) arrays) stay within a core's L2 cache. Measured on the 2-core machine: 1.5x
+#: (trees x windows) arrays) stay within a core's L2 cache. Measured on the 2-core machine: 1.3-1.5x
 #: faster than blocks of 2**20, whose temporaries went through memory.
 NUMPY_BLOCK = 1 << 16
 

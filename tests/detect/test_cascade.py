@@ -315,6 +315,79 @@ def test_pyramid_gather_equals_resize_and_pack(backend, shape, sf, min_size):
     assert_same_bits(expected, got)
 
 
+def test_numpy_overrides_on_irregular_maps_and_windows_equal_the_portable_versions(astronaut_gray):
+    """The NumPy overrides' paths that ScanGeometry's inputs never take: a pyramid whose maps
+    have short runs and fill pixels of many pairs (per-pixel rather than separable, writeable
+    maps: not cached), Haar windows evaluated without the variance check that are flat (nf = 0)
+    or read tables that are no image's sums (nf < 0: the clamp at 0 must keep the portable
+    decision F < 0; F beyond the loader's bound), rectangles of windows whose rows wrap or step
+    by no whole table row (as_strided views), and a scan grid (2-D slices of the tables)."""
+    astronaut = astronaut_gray
+    from portcv.detect._cascade import evaluate_kernel, pyramid_kernel
+    from portcv.detect._detector import scan_geometry
+
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (61, 83), dtype=np.uint8)
+    geo = scan_geometry(83, 61, (24, 24), 1.1, (0, 0), (83, 61))
+    xmap, ymap, xtab, ytab = (a.copy() for a in geo.maps)
+    hit = rng.random(xmap.shape) < 0.05
+    xmap[hit] = rng.integers(0, xtab.shape[0], hit.sum())
+    ymap[hit] = rng.integers(0, ytab.shape[0], hit.sum())
+    with portcv.using("numpy"):
+        got = pyramid_kernel(img, xmap, ymap, xtab, ytab, shape=geo.packed_shape)
+    assert_same_bits(pyramid_kernel.portable(np, img, xmap, ymap, xtab, ytab, shape=geo.packed_shape), got)
+
+    cascade = load_cascade(DEFAULT).truncated(4)
+    gray = _small_image(9, (160, 120), True)
+    gray[:40, :40] = 77  # flat windows: nf = 0
+    tables = integrals_kernel.portable(np, gray, tilted=False)
+    noise = tuple(rng.integers(0, 2**32, (161, 121), dtype=np.uint32) for _ in range(2))  # no image's sums: nf < 0
+    stride = 121
+    consecutive = np.arange(0, 130 * stride, dtype=np.int32)  # one long row of windows, wrapping table rows
+    odd_rows = (np.arange(60)[:, None] * (2 * stride + 1) + np.arange(0, 300, 2)[None, :]).reshape(-1).astype(np.int32)
+    args = dict(feature_type="haar", window=cascade.window, has_tilted=False, stages=cascade.stage_layout(),
+                stage_begin=0, stage_end=4, check_variance=False)
+    for sums, sqsums in (tables[:2], noise):
+        for windows in (consecutive, odd_rows):  # rectangles read through as_strided views
+            with portcv.using("numpy"):
+                got = evaluate_kernel(sums, sqsums, sums, windows, *cascade.arrays(), **args)
+            assert_same_bits(evaluate_kernel.portable(np, sums, sqsums, sums, windows, *cascade.arrays(), **args), got)
+
+    # a scan grid's windows: the levels' rectangles read through 2-D slices of the tables
+    crop = np.ascontiguousarray(astronaut[40:280, 120:420])  # its largest level has 14,904 windows
+    geo = scan_geometry(300, 240, (24, 24), 1.1, (0, 0), (300, 240))
+    packed = pyramid_kernel.portable(np, crop, *geo.maps, shape=geo.packed_shape)
+    ints = integrals_kernel.portable(np, packed, tilted=False)
+    args.update(check_variance=True)
+    with portcv.using("numpy"):
+        got = evaluate_kernel(*ints, geo.grid.windows, *cascade.arrays(), **args)
+    assert_same_bits(evaluate_kernel.portable(np, *ints, geo.grid.windows, *cascade.arrays(), **args), got)
+
+
+def test_numpy_compaction_and_candidates_equal_the_portable_versions():
+    """NumPy's compaction (running maximum) and candidate read-out (flatnonzero) against the
+    portable closed form, with and without row ends (the plan -> plan form only JAX's levels
+    call), plans shorter and longer than the survivors, limits either side of them."""
+    from portcv.detect._cascade import candidates_kernel
+
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 7, 3000):
+        status = rng.choice(np.array([0, 0, 0, 1, 1, -1, -4], np.int32), n)
+        row_end = rng.random(n) < 0.03
+        for cap in (1, max(1, n // 9), n + 2):
+            for ends in (row_end, None):
+                with portcv.using("numpy"):
+                    plan, count = compact_kernel(status, ends, capacity=cap)
+                e_plan, e_count = compact_kernel.portable(np, status, ends, capacity=cap)
+                assert_same_bits(e_plan, plan)
+                assert_same_bits(e_count, count)
+            later = rng.choice(np.array([1, -2], np.int32), cap)
+            for limit in (1, 5, cap + 4):
+                with portcv.using("numpy"):
+                    got = candidates_kernel(plan, count, later, limit=limit)
+                assert_same_bits(candidates_kernel.portable(np, plan, count, later, limit=limit), got)
+
+
 def test_plan_evaluation_and_candidates_backend_equals_numpy(backend):
     from portcv.detect._cascade import candidates_kernel, plan_evaluate_kernel
 

@@ -32,15 +32,15 @@ The decisions are integer (``docs/opencv-arithmetic.md``, ``docs/detect.md``):
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import os
+import threading
 from typing import Any
 
 import numpy as np
 
 from .._kernel import kernel
-
-#: Windows per chunk of the NumPy override (bounds its temporaries to ~100 MB).
-NUMPY_CHUNK = 1 << 16
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,13 +132,83 @@ def pyramid_kernel(xp: Any, gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: An
 
 @pyramid_kernel.override("numpy")
 def _pyramid_numpy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
-    # The portable arithmetic in chunks of pixels, so the temporaries stay small.
-    out = np.empty(int(np.prod(shape)), np.uint8)
+    # Separable where the maps have rectangles (the levels of ScanGeometry's packed layout):
+    # the horizontal pass once per source row a level uses, then the vertical pass -- the same
+    # int32 products and sums as the portable gather, per pixel. The other pixels (the fill) by
+    # the portable arithmetic, once when they share one (xmap, ymap) pair: a pixel's value is a
+    # function of its pair alone.
     gray = np.asarray(gray)
-    for a in range(0, out.shape[0], NUMPY_CHUNK * 16):
-        part = slice(a, a + NUMPY_CHUNK * 16)
-        out[part] = pyramid_kernel.portable(np, gray, xmap[part], ymap[part], xtab, ytab, shape=(-1,))
-    return out.reshape(shape)
+    xmap, ymap = np.asarray(xmap), np.asarray(ymap)
+    rects, rest, pairs, inverse = _pyramid_layout(xmap, ymap, shape)
+    out = np.empty(shape, np.uint8)
+    flat = gray.reshape(-1).astype(np.int32)
+    xtab, ytab = np.asarray(xtab), np.asarray(ytab)
+
+    def level(k: int, _: int) -> None:
+        r0, c0, h, w, j0, i0 = rects[k]
+        x0, x1 = (xtab[i0 : i0 + w, n].astype(np.intp) for n in (0, 1))
+        wx0, wx1 = (xtab[i0 : i0 + w, n][None, :] for n in (2, 3))
+        y0, y1 = (ytab[j0 : j0 + h, n].astype(np.intp) for n in (0, 1))
+        wy0, wy1 = (ytab[j0 : j0 + h, n][:, None] for n in (2, 3))
+        rows, where = np.unique(np.concatenate([y0, y1]), return_inverse=True)
+        across = wx0 * flat.take(rows[:, None] + x0) + wx1 * flat.take(rows[:, None] + x1)  # <= 256 * 255
+        val = wy0 * across[where[:h]] + wy1 * across[where[h:]] + PYRAMID_ROUND
+        out[r0 : r0 + h, c0 : c0 + w] = val >> 16  # < 2**31 as the portable's; uint8 as its astype
+
+    _numpy_blocks(len(rects), 1, level)
+    if rest.size:
+        one = pyramid_kernel.portable(np, gray, pairs[:, 0], pairs[:, 1], xtab, ytab, shape=(-1,))
+        out.reshape(-1)[rest] = one[0] if inverse is None else one[inverse]
+    return out
+
+
+#: Layouts kept by _pyramid_layout (one per frame geometry in use, as ScanGeometry's cache).
+PYRAMID_LAYOUTS = 8
+_LAYOUTS: dict = {}
+
+
+def _pyramid_layout(xmap: np.ndarray, ymap: np.ndarray, shape: tuple[int, int]) -> tuple:
+    """``(rects, rest, pairs, inverse)`` of the pyramid maps: the rectangles ``(r0, c0, h, w, j0,
+    i0)`` where ``ymap = j0 + (r - r0)`` and ``xmap = i0 + (c - c0)``, the flat indices of the
+    other pixels, their ``(xmap, ymap)`` pairs and each one's pair (None: they all share one). Cached for
+    read-only maps (ScanGeometry's), keyed by the arrays themselves (held, so never stale)."""
+    key = (id(xmap), id(ymap), tuple(shape))
+    hit = _LAYOUTS.get(key)
+    if hit is not None and hit[0] is xmap and hit[1] is ymap:
+        return hit[2]
+    hp, wp = shape
+    xm, ym = xmap.reshape(hp, wp), ymap.reshape(hp, wp)
+    same = np.zeros((hp, wp), bool)  # the pixel continues its left neighbour's run
+    same[:, 1:] = (xm[:, 1:] == xm[:, :-1] + 1) & (ym[:, 1:] == ym[:, :-1])
+    starts = np.flatnonzero(~same)
+    length = np.diff(np.append(starts, hp * wp))
+    long = length >= 8
+    starts, length = starts[long], length[long]
+    r, c = np.divmod(starts, wp)
+    j, i = ym.reshape(-1)[starts], xm.reshape(-1)[starts]
+    order = np.lexsort((r, i, length, c))
+    r, c, length, j, i = (a[order] for a in (r, c, length, j, i))
+    new = np.ones(r.size, bool)
+    new[1:] = ((c[1:] != c[:-1]) | (length[1:] != length[:-1]) | (i[1:] != i[:-1]) | (r[1:] != r[:-1] + 1)
+               | (j[1:] != j[:-1] + 1))
+    first = np.flatnonzero(new)
+    height = np.diff(np.append(first, r.size))
+    rects = tuple((int(r[f]), int(c[f]), int(h), int(length[f]), int(j[f]), int(i[f])) for f, h in zip(first, height))
+    covered = np.zeros((hp, wp), bool)
+    for r0, c0, h, w, _, _ in rects:
+        covered[r0 : r0 + h, c0 : c0 + w] = True
+    rest = np.flatnonzero(~covered)
+    xr, yr = xmap.reshape(-1)[rest], ymap.reshape(-1)[rest]
+    if rest.size and np.all(xr == xr[0]) and np.all(yr == yr[0]):  # the fill: one pair
+        pairs, inverse = np.array([[xr[0], yr[0]]]), None
+    else:  # every pixel its own pair (no sort of millions of pairs on a first call)
+        pairs, inverse = np.stack([xr, yr], axis=1), np.arange(rest.size)
+    layout = (rects, rest, np.ascontiguousarray(pairs), inverse)
+    if not xmap.flags.writeable and not ymap.flags.writeable:
+        if len(_LAYOUTS) >= PYRAMID_LAYOUTS:
+            _LAYOUTS.pop(next(iter(_LAYOUTS)))
+        _LAYOUTS[key] = (xmap, ymap, layout)
+    return layout
 
 
 @pyramid_kernel.override("jax", supports="every input (in blocks of pixels)")
@@ -197,6 +267,28 @@ def integrals_kernel(xp: Any, packed: Any, *, tilted: bool) -> Any:
     tilt = xp.reshape(tilt, (h + 1, w + 1))
     tilt = xp.where(yy == 0, xp.asarray(0, dtype=xp.uint32), tilt)
     return sums, sqsums, tilt
+
+
+@integrals_kernel.override("numpy", supports="every input (tilted sums: the portable version)")
+def _integrals_numpy(packed: Any, *, tilted: bool) -> Any:
+    # Row prefix sums, then each row added to the one above in place: two passes and no padded
+    # copies (the portable version's concatenations and column cumsum cost 3x more). uint32 sums
+    # wrap modulo 2**32 whatever the order of the additions, so the bits are the portable's.
+    if tilted:
+        return integrals_kernel.portable(np, packed, tilted=True)
+    x = np.asarray(packed).astype(np.uint32)
+    sums = _integral_numpy(x)
+    np.multiply(x, x, out=x)  # 255^2 fits uint32 (any wider input wraps as the portable's x * x)
+    return sums, _integral_numpy(x), sums
+
+
+def _integral_numpy(x: np.ndarray) -> np.ndarray:
+    h, w = x.shape
+    out = np.zeros((h + 1, w + 1), np.uint32)
+    np.cumsum(x, axis=1, dtype=np.uint32, out=out[1:, 1:])
+    for r in range(2, h + 1):
+        np.add(out[r], out[r - 1], out=out[r])
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -354,40 +446,386 @@ def evaluate_kernel(xp: Any, sums: Any, sqsums: Any, tilt: Any, windows: Any, *a
 def _evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any, feature_type: str,
                     window: tuple[int, int], has_tilted: bool, stages: tuple, stage_begin: int, stage_end: int,
                     check_variance: bool) -> Any:
-    # The host schedule: the same per-stage arithmetic as the portable version, but each stage
-    # runs only on the windows still alive (compacted with flatnonzero) and in chunks that bound
-    # the temporaries. numpy:readonly runs the portable version; the tests require equal bits.
-    xp = np
-    img, offs, stride = _prepare(xp, sums, sqsums, tilt, arrays, feature_type=feature_type, has_tilted=has_tilted)
-    win_all = np.asarray(windows).astype(np.int32)
+    # The host schedule: each stage runs only on the windows still alive (compacted with
+    # flatnonzero), in blocks of about NUMPY_BLOCK window-trees whose temporaries stay in a core's
+    # cache, on NUMPY_THREADS workers (each writes only its own block's slice). Stump stages
+    # (every shipped face cascade) take _NumpyStumps' arithmetic, deeper trees the portable
+    # _stage_sum. numpy:readonly runs the portable version; the tests require equal bits.
+    img, offs, stride = _prepare(np, sums, sqsums, tilt, arrays, feature_type=feature_type, has_tilted=has_tilted)
+    img = np.ascontiguousarray(img)
+    win_all = np.asarray(windows).astype(np.intp)
     k = win_all.shape[0]
     status = np.ones(k, dtype=np.int32)
-    nf_all = None
     alive = np.arange(k)
-    if feature_type == "haar":
-        nf_all = _variance_term(xp, np.reshape(sums, (-1,)), np.reshape(sqsums, (-1,)), win_all, window=window,
-                                stride=stride)
+    nf_all = None
+    if feature_type == "haar" and k:
+        W, H = window
+        nf_all = np.empty(k, np.int64)
+        corners = (stride + 1, stride + W - 1, (H - 1) * stride + 1, (H - 1) * stride + W - 1)
+        flat_s, flat_q = np.reshape(sums, (-1,)), np.reshape(sqsums, (-1,))
+        _numpy_blocks(k, NUMPY_BLOCK // 8, lambda a, b: _variance_numpy(flat_s, flat_q, win_all[a:b], corners,
+                                                                        (W - 2) * (H - 2), nf_all[a:b]))
         if check_variance:
-            W, H = window
             bad = _check_variance((W - 2) * (H - 2), nf_all)
             status[bad] = -1
             alive = np.flatnonzero(~bad)
+    stumps = _NumpyStumps(arrays, offs, feature_type, stages, stage_begin, stage_end)
     thr_fixed = arrays[0]
-    for s in range(stage_begin, stage_end):
+    first = stage_begin
+    if feature_type == "haar" and first < stage_end and stages[first][2] == 1 and alive.size >= NUMPY_DENSE_MIN:
+        # On the large rectangles of windows (a scan grid's levels) the first stage's lookups
+        # are strided views of the tables instead of gathers (Haar: 1.7x faster; LBP's many
+        # block differences cost as much on views as the gathers save, so it keeps them).
+        passed_all = _dense_first_stage(stumps, first, img, stride, win_all, nf_all) >= thr_fixed[first]
+        passed = passed_all[alive]
+        status[alive[~passed]] = -first
+        alive = alive[passed]
+        first += 1
+    for s in range(first, stage_end):
         if alive.size == 0:
             break
         t0, t1, depth = stages[s]
-        chunk = max(1, NUMPY_CHUNK * 16 // max(1, t1 - t0))
+        win = win_all[alive]
+        nf = None if nf_all is None else nf_all[alive]
         passed = np.empty(alive.size, bool)
-        for a in range(0, alive.size, chunk):
-            idx = alive[a : a + chunk]
-            nf = None if nf_all is None else nf_all[idx]
-            acc = _stage_sum(xp, img, win_all[idx], nf, offs, arrays, feature_type=feature_type, t0=t0, t1=t1,
-                             depth=depth)
-            passed[a : a + chunk] = acc >= thr_fixed[s]
+        if depth == 1:
+            def run(a: int, b: int, s: int = s) -> None:
+                passed[a:b] = stumps.stage_sum(s, img, win[a:b], None if nf is None else nf[a:b]) >= thr_fixed[s]
+        else:
+            def run(a: int, b: int, s: int = s, t0: int = t0, t1: int = t1, depth: int = depth) -> None:
+                acc = _stage_sum(np, img, win[a:b].astype(np.int32), None if nf is None else nf[a:b], offs, arrays,
+                                 feature_type=feature_type, t0=t0, t1=t1, depth=depth)
+                passed[a:b] = acc >= thr_fixed[s]
+        per_block = NUMPY_BLOCK if feature_type == "haar" else NUMPY_BLOCK // 2  # LBP: 30 temporaries a block
+        _numpy_blocks(alive.size, max(1, per_block // max(1, t1 - t0)), run)
         status[alive[~passed]] = -s
         alive = alive[passed]
     return status
+
+
+#: Fewest windows for which the first stage looks for rectangles of windows (below: gathers),
+#: and the fewest windows of a rectangle it evaluates through views: each band costs a few
+#: hundred NumPy calls, worth it on large levels only (a plan's scattered survivors never are).
+NUMPY_DENSE_MIN = 1 << 13
+#: Shortest row of windows evaluated through views, and windows per band of a rectangle (a
+#: band's (rows x columns) temporaries stay in a core's cache).
+NUMPY_DENSE_COLS = 16
+NUMPY_DENSE_BAND = 1 << 16
+
+
+def _window_rects(win: np.ndarray) -> list:
+    """Rectangles ``(a, R, C, rs, cs)`` of ``win``: ``win[a + i*C + j] = win[a] + i*rs + j*cs``
+    for ``i < R``, ``j < C`` (rows of at least NUMPY_DENSE_COLS windows, ``cs > 0``, ``rs > 0``
+    or 0 for a single row).
+
+    A row is a run of equal differences (an arithmetic sequence, so exact by construction); a
+    rectangle is a run of rows of equal length and step that follow each other in ``win`` and
+    whose first windows step by one ``rs``. Windows in no rectangle are left to the gathers."""
+    k = win.size
+    if k < NUMPY_DENSE_COLS:
+        return []
+    d = np.diff(win)
+    cut = np.flatnonzero(d[1:] != d[:-1]) + 1
+    run_a = np.concatenate([[0], cut])            # runs of equal differences d[run_a : run_b]
+    run_b = np.concatenate([cut, [k - 1]])
+    step = d[run_a]
+    row = (run_b - run_a + 1 >= NUMPY_DENSE_COLS) & (step > 0)
+    a, b, cs = run_a[row], run_b[row], step[row]  # a row's windows: a .. b inclusive
+    a[1:] += a[1:] == b[:-1]  # a window shared with the row before stays there
+    c = b - a + 1
+    keep = c >= NUMPY_DENSE_COLS
+    a, c, cs = a[keep], c[keep], cs[keep]
+    if a.size == 0:
+        return []
+    rs = np.zeros(a.size, np.int64)
+    rs[1:] = win[a[1:]] - win[a[:-1]]
+    link = np.zeros(a.size, bool)
+    link[1:] = (c[1:] == c[:-1]) & (cs[1:] == cs[:-1]) & (a[1:] == a[:-1] + c[:-1]) & (rs[1:] > 0)
+    new = ~link
+    new[2:] |= link[1:-1] & (rs[2:] != rs[1:-1])  # a rectangle's rows all step by one rs
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], a.size)
+    return [(int(a[i]), int(j - i), int(c[i]), int(rs[i + 1]) if j - i > 1 else 0, int(cs[i]))
+            for i, j in zip(starts, ends)]
+
+
+def _dense_first_stage(stumps: "_NumpyStumps", s: int, img: np.ndarray, stride: int, win: np.ndarray,
+                       nf: Any) -> np.ndarray:
+    """Stump stage ``s``'s int64 leaf sum at every window: views on the rectangles of
+    :func:`_window_rects` (in bands), the gathers elsewhere; the same sums either way."""
+    k = win.size
+    acc = np.empty(k, np.int64)
+    covered = np.zeros(k, bool)
+    lo, hi = stumps.offset_range(s)
+    tasks = []
+    for a, R, C, rs, cs in _window_rects(win):
+        if R * C < NUMPY_DENSE_MIN:
+            continue
+        rows = max(1, NUMPY_DENSE_BAND // C)
+        for i0 in range(0, R, rows):
+            i1 = min(R, i0 + rows)
+            base = int(win[a]) + i0 * rs
+            if base + lo >= 0 and base + (i1 - i0 - 1) * rs + (C - 1) * cs + hi < img.shape[0]:
+                tasks.append((a + i0 * C, i1 - i0, C, base, rs, cs))
+    views = _Views(img, stride)
+
+    def band(j: int, _: int) -> None:
+        at, R, C, base, rs, cs = tasks[j]
+        part = slice(at, at + R * C)
+        nfb = None if nf is None else np.maximum(nf[part], 0).astype(np.float64).reshape(R, C)
+        acc[part] = stumps.dense_stage_sum(s, views, base, R, C, rs, cs, nfb).reshape(-1)
+        covered[part] = True
+
+    _numpy_blocks(len(tasks), 1, band)
+    rest = np.flatnonzero(~covered)
+    if rest.size:
+        block = max(1, NUMPY_BLOCK // max(1, stumps.trees(s)))
+
+        def gather(a: int, b: int) -> None:
+            idx = rest[a:b]
+            acc[idx] = stumps.stage_sum(s, img, win[idx], None if nf is None else nf[idx])
+
+        _numpy_blocks(rest.size, block, gather)
+    return acc
+
+
+class _Views:
+    """``view(p, R, C, rs, cs)``: the table entries ``img[p + i*rs + j*cs]`` as an (R, C) view
+    (a 2-D slice of the tables when the rows neither wrap nor step between table rows, else
+    ``as_strided``; the caller has checked the range)."""
+
+    def __init__(self, img: np.ndarray, stride: int) -> None:
+        self.flat = img.view(np.int32)  # Haar: sums modulo 2**32; LBP views it back as uint32
+        self.stride = stride
+        self.rows = self.flat[: img.shape[0] // stride * stride].reshape(-1, stride)
+
+    def view(self, p: int, R: int, C: int, rs: int, cs: int) -> np.ndarray:
+        y, x = divmod(p, self.stride)
+        if rs % self.stride == 0 and x + (C - 1) * cs < self.stride and y + (R - 1) * (rs // self.stride) < \
+                self.rows.shape[0]:
+            ry = max(1, rs // self.stride)
+            return self.rows[y : y + (R - 1) * ry + 1 : ry, x : x + (C - 1) * cs + 1 : cs]
+        return np.lib.stride_tricks.as_strided(self.flat[p:], shape=(R, C), strides=(rs * 4, cs * 4),
+                                               writeable=False)
+
+
+#: Window-trees per block of the NumPy evaluation: a block's int32/float64 temporaries (a few
+#: (trees x windows) arrays) stay within a core's L2 cache. Measured on the 2-core machine: 1.3-1.5x
+#: faster than blocks of 2**20, whose temporaries went through memory.
+NUMPY_BLOCK = 1 << 16
+
+
+def _numpy_threads() -> int:
+    try:
+        return max(1, min(8, len(os.sched_getaffinity(0))))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, min(8, os.cpu_count() or 1))
+
+
+#: Workers of the NumPy evaluation (the cores this process may use, at most 8). NumPy releases
+#: the GIL in the gathers and ufuncs that make up a block; each block writes only its own slice
+#: of the result, so the bits do not depend on the scheduling.
+NUMPY_THREADS = _numpy_threads()
+_POOL: list = []
+_POOL_LOCK = threading.Lock()
+
+
+def _numpy_blocks(n: int, block: int, run: Any) -> None:
+    """``run(a, b)`` for the blocks ``[a, b)`` of ``range(n)``, on the NumPy workers when there
+    are several blocks (exceptions propagate)."""
+    bounds = [(a, min(n, a + block)) for a in range(0, n, block)]
+    if len(bounds) <= 1 or NUMPY_THREADS <= 1:
+        for a, b in bounds:
+            run(a, b)
+        return
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(concurrent.futures.ThreadPoolExecutor(NUMPY_THREADS, thread_name_prefix="portcv-cascade"))
+    for f in [_POOL[0].submit(run, a, b) for a, b in bounds]:
+        f.result()
+
+
+def _variance_numpy(flat_s: np.ndarray, flat_q: np.ndarray, win: np.ndarray, corners: tuple, area: int,
+                    out: np.ndarray) -> None:
+    """_variance_term's ``nf = A*q - s*s`` (int64) for the windows ``win``, into ``out``."""
+    def rect(img: np.ndarray) -> np.ndarray:
+        g = [img.take(win + o) for o in corners]
+        return (g[0] - g[1] - g[2] + g[3]).astype(np.int64)  # uint32 wrap: the true sum (< 2**32)
+
+    s = rect(flat_s)
+    np.multiply(rect(flat_q), area, out=out)
+    out -= s * s
+
+
+class _NumpyStumps:
+    """Per-stage tables of the stump stages for the NumPy evaluation (built per call: ~1 ms).
+
+    Haar: each feature's corner lookups with equal offsets merged (their weights added) and the
+    zero ones dropped -- 6 to 9 lookups instead of 12 for the shipped cascades -- trees sorted by
+    lookup count so lookup ``c`` runs on the first ``count[c]`` trees only. ``F = sum coef *
+    I[win + off]`` is computed in int32 that wraps: every step is exact modulo 2**32 and the
+    true ``F`` fits int32 (the loader's bound), so it equals the portable ``total`` bit for bit.
+    LBP: per tree the 16 corner offsets and a 256-entry table of the leaf each code picks.
+    """
+
+    def __init__(self, arrays: tuple, offs: Any, feature_type: str, stages: tuple, begin: int, end: int) -> None:
+        (_, tree_node_start, tree_leaf_start, node_feature, node_left, node_right, _, node_threshold_sq,
+         node_subset, leaf_fixed, _, feature_weight, _) = arrays
+        node_threshold = arrays[6]
+        self.feature_type = feature_type
+        self.tables: dict[int, tuple] = {}
+        trees = [(s, stages[s][0], stages[s][1]) for s in range(begin, end) if stages[s][2] == 1]
+        if not trees:
+            return
+        tree_ids = np.concatenate([np.arange(t0, t1) for _, t0, t1 in trees]).astype(np.intp)
+        node = np.asarray(tree_node_start)[tree_ids].astype(np.intp)
+        feat = np.asarray(node_feature)[node].astype(np.intp)
+        leaf_start = np.asarray(tree_leaf_start)[tree_ids].astype(np.int64)
+        # a stump's children are leaves (<= 0): leaf -child of its tree
+        leaf_l = np.asarray(leaf_fixed)[leaf_start - np.asarray(node_left)[node]]
+        leaf_r = np.asarray(leaf_fixed)[leaf_start - np.asarray(node_right)[node]]
+        offs = np.asarray(offs).astype(np.intp)[feat]
+        if feature_type == "haar":
+            w = np.asarray(feature_weight).astype(np.int32)[feat]
+            coef = (w[:, :, None] * np.array([1, -1, -1, 1], np.int32)).reshape(-1, 12)
+            order = np.argsort(offs, axis=1, kind="stable")
+            so = np.take_along_axis(offs, order, axis=1)
+            sc = np.take_along_axis(coef, order, axis=1)
+            first = np.ones(so.shape, bool)
+            first[:, 1:] = so[:, 1:] != so[:, :-1]
+            group = np.cumsum(first, axis=1) - 1
+            merged = np.zeros(so.shape, np.int32)
+            np.add.at(merged, (np.arange(so.shape[0])[:, None], group), sc)
+            moff = np.zeros(so.shape, np.intp)
+            moff[np.arange(so.shape[0])[:, None].repeat(12, 1)[first], group[first]] = so[first]
+            keep = merged != 0
+            pack = np.argsort(~keep, axis=1, kind="stable")  # the kept lookups first
+            moff = np.take_along_axis(moff, pack, axis=1)
+            merged = np.take_along_axis(merged, pack, axis=1)
+            count = keep.sum(axis=1)
+            thr = np.asarray(node_threshold)[node]
+            thr_sq = np.asarray(node_threshold_sq)[node].astype(np.float64)
+            signed = np.where(thr > 0, thr_sq, -thr_sq)
+        else:
+            subset = np.asarray(node_subset).astype(np.uint32).reshape(-1, 8)[node]  # (T, 8) words
+            code = np.arange(256)
+            bit = (subset[:, code >> 5] >> (code & 31).astype(np.uint32)) & 1  # (T, 256)
+            lut = np.where(bit != 0, leaf_l[:, None], leaf_r[:, None]).astype(np.int64)
+        a = 0
+        for s, t0, t1 in trees:
+            part = slice(a, a + t1 - t0)
+            a += t1 - t0
+            if feature_type == "haar":
+                order = np.argsort(-count[part], kind="stable")
+                cnt = count[part][order]
+                lookups = tuple(int((cnt > c).sum()) for c in range(int(cnt.max(initial=0))))
+                self.tables[s] = (moff[part][order], merged[part][order], lookups, signed[part][order][:, None],
+                                  int(leaf_r[part].sum()), (leaf_l[part] - leaf_r[part])[order].astype(np.float64))
+            else:
+                self.tables[s] = (offs[part], np.ascontiguousarray(lut[part]).reshape(-1),
+                                  (np.arange(t1 - t0, dtype=np.intp) * 256)[:, None])
+
+    def trees(self, s: int) -> int:
+        return self.tables[s][0].shape[0]
+
+    def offset_range(self, s: int) -> tuple[int, int]:
+        """Smallest and largest corner offset stage ``s`` reads."""
+        off = self.tables[s][0]
+        if self.feature_type == "haar":
+            lookups = self.tables[s][2]
+            used = np.concatenate([off[:n, c] for c, n in enumerate(lookups)]) if lookups else np.zeros(1, np.intp)
+            return int(used.min()), int(used.max())
+        return int(off.min()), int(off.max())
+
+    def dense_stage_sum(self, s: int, views: "_Views", base: int, R: int, C: int, rs: int, cs: int,
+                        nf: Any) -> np.ndarray:
+        """Haar stage ``s``'s int64 leaf sum (R, C) at the windows ``base + i*rs + j*cs``: the
+        arithmetic of :meth:`stage_sum` one tree at a time on views of the tables."""
+        off, coef, lookups, signed, right_sum, left_gain = self.tables[s]
+        count = np.zeros(off.shape[0], np.intp)
+        for n in lookups:
+            count[:n] += 1
+        gains = np.zeros((R, C))
+        for t in range(off.shape[0]):
+            total = None
+            for c in range(count[t]):
+                v = views.view(base + int(off[t, c]), R, C, rs, cs)
+                w = int(coef[t, c])
+                if total is None:
+                    total = v * np.int32(w)
+                elif w == 1:
+                    total += v
+                elif w == -1:
+                    total -= v
+                else:
+                    total += v * np.int32(w)
+            f = total.astype(np.float64)
+            f *= np.abs(f)
+            gains += left_gain[t] * (f < signed[t, 0] * nf)  # as _haar (nf clamped at 0)
+        return right_sum + gains.astype(np.int64)
+
+    def stage_sum(self, s: int, img: np.ndarray, win: np.ndarray, nf: Any) -> np.ndarray:
+        """The stump stage ``s``'s int64 leaf sum at windows ``win`` (intp flat offsets)."""
+        if self.feature_type == "haar":
+            return self._haar(s, img, win, nf)
+        return self._lbp(s, img, win)
+
+    def _haar(self, s: int, img: np.ndarray, win: np.ndarray, nf: np.ndarray) -> np.ndarray:
+        off, coef, lookups, signed, right_sum, left_gain = self.tables[s]
+        img32 = img.view(np.int32)  # the same bits: sums modulo 2**32
+        total = None
+        for c, n in enumerate(lookups):
+            v = img32.take(off[:n, c : c + 1] + win[None, :])
+            v *= coef[:n, c : c + 1]
+            if total is None:
+                total = v
+            else:
+                total[:n] += v
+        # The portable decision is: thr > 0: F < 0 or F^2 < thr^2 nf; thr <= 0: F < 0 and F^2 >
+        # thr^2 nf. With g = F |F| (exact in float64: |F| < 2**26.5) and nf >= 0 both are
+        # g < sign(thr) * fl(thr^2 * nf) (IEEE rounding is symmetric in sign). nf < 0 (a window
+        # whose rows wrap; never a real one: A q >= s^2) and nf = 0 both make the portable
+        # decision F < 0, which is g < +-0: so nf is clamped at 0 first.
+        f = total.astype(np.float64)
+        t = np.abs(f)
+        f *= t
+        np.multiply(signed, np.maximum(nf, 0).astype(np.float64)[None, :], out=t)
+        np.less(f, t, out=t)  # left: 1.0, right: 0.0
+        # The sum of the chosen leaves = sum(right leaves) + sum over left trees of (left - right),
+        # the second as one float64 sum of products (einsum: no BLAS threads beside ours): every
+        # term and partial sum is an integer below 2**53 (the loader bounds sum |leaf| of a stage
+        # below 2**52), so exact in any order of additions, with or without FMA.
+        return right_sum + np.einsum("t,tk->k", left_gain, t).astype(np.int64)
+
+    def _lbp(self, s: int, img: np.ndarray, win: np.ndarray) -> np.ndarray:
+        off, lut, rows = self.tables[s]
+        corner = [img.take(off[:, c : c + 1] + win[None, :]) for c in range(16)]  # uint32, as the portable
+        index = _lbp_code(corner).astype(np.intp)
+        index += rows  # the tree's row of the leaf table
+        return lut.take(index).sum(axis=0)
+
+
+def _lbp_code(corner: list) -> np.ndarray:
+    """The 8-bit LBP code (uint8) from the 16 uint32 corners of the 4x4 block grid (row-major).
+
+    block (bi, bj) = c[a] - c[a+1] - c[a+4] + c[a+5] (a = 4 bj + bi) = across[bj+1][bi] -
+    across[bj][bi] with across[j][i] = c[4j+i+1] - c[4j+i]: 21 subtractions instead of 27, the
+    same residues modulo 2**32, hence the same (true, < 2**32) block sums as the portable's."""
+    across = [[corner[4 * j + i + 1] - corner[4 * j + i] for i in range(3)] for j in range(4)]
+
+    def block(bi: int, bj: int) -> np.ndarray:
+        return across[bj + 1][bi] - across[bj][bi]
+
+    centre = block(1, 1)
+    code = None
+    for shift, (bi, bj) in zip((7, 6, 5, 4, 3, 2, 1, 0),
+                               ((0, 0), (1, 0), (2, 0), (2, 1), (2, 2), (1, 2), (0, 2), (0, 1))):
+        bit = np.greater_equal(block(bi, bj), centre).view(np.uint8)
+        if code is None:
+            code = bit << shift
+        else:
+            code |= bit << shift if shift else bit
+    return code
 
 
 @kernel("cascade_evaluate_plan")
@@ -478,6 +916,28 @@ def compact_kernel(xp: Any, status: Any, row_end: Any, *, capacity: int) -> Any:
     return plan, count
 
 
+@compact_kernel.override("numpy")
+def _compact_numpy(status: Any, row_end: Any, *, capacity: int) -> Any:
+    # The same closed form with a running maximum for r (NumPy has one) and flatnonzero for
+    # the plan: four passes instead of the portable's prefix counts and scatters.
+    status = np.asarray(status)
+    n = status.shape[0]
+    if row_end is None:
+        keep = status == 1
+    else:
+        reset = (status != 0) | np.asarray(row_end)
+        last = np.full(n, -1, np.intp)  # the last reset strictly before i (-1: none)
+        if n > 1:
+            np.maximum.accumulate(np.where(reset[:-1], np.arange(n - 1), -1), out=last[1:])
+        visited = ((np.arange(n) - last - 1) & 1) == 0
+        keep = visited & (status == 1)
+    found = np.flatnonzero(keep)
+    plan = np.zeros(capacity, np.int32)
+    count = min(found.size, capacity)
+    plan[:count] = found[:count]
+    return plan, np.asarray(count, dtype=np.int32)
+
+
 @kernel("cascade_candidates")
 def candidates_kernel(xp: Any, plan: Any, count: Any, status: Any, *, limit: int) -> Any:
     """The one small device -> host transfer of a detection: int32 ``(limit + 2,)``.
@@ -492,6 +952,17 @@ def candidates_kernel(xp: Any, plan: Any, count: Any, status: Any, *, limit: int
         [xp.take(plan, keep), xp.zeros(limit - capacity, dtype=xp.int32)])
     head = xp.stack([xp.astype(count, xp.int32), xp.astype(n, xp.int32)])
     return xp.concat([head, xp.where(xp.arange(limit, dtype=xp.int32) < n, idx, 0)])
+
+
+@candidates_kernel.override("numpy")
+def _candidates_numpy(plan: Any, count: Any, status: Any, *, limit: int) -> Any:
+    plan, status = np.asarray(plan), np.asarray(status)
+    found = np.flatnonzero(status == 1)
+    out = np.zeros(limit + 2, np.int32)
+    out[0], out[1] = int(count), found.size  # n: every survivor, not capped by limit
+    m = min(found.size, limit)
+    out[2 : 2 + m] = plan[found[:m]]
+    return out
 
 
 @kernel("cascade_group")

@@ -283,6 +283,12 @@ def _op_label(name: str, others: tuple[tuple[str, str], ...]) -> str:
     return fn + (f" ({', '.join(extra)})" if extra else "")
 
 
+#: The operations the speedup plot draws (bench_speedup's headline operations, by the name before
+#: any parameter in brackets): one line each per machine keeps a panel's legend readable.
+PLOTTED_OPS = ("rgb_to_gray", "histogram", "binarize_auto", "gaussian_blur", "box_blur", "median_filter",
+               "sobel", "integral", "canny", "resize_half")
+
+
 def plot_speedup(runs: list[Run], path: Path, plt) -> bool:
     from matplotlib import ticker
 
@@ -297,9 +303,12 @@ def plot_speedup(runs: list[Run], path: Path, plt) -> bool:
                 continue
             size_names[px] = size
             rest = tuple(o for o in others if o[0] != "size")
+            label = _op_label(name, rest)
+            if label.split(" (")[0] not in PLOTTED_OPS:
+                continue
             for b, v in cells.items():
                 if b != REFERENCE:
-                    series[(b, _op_label(name, rest), run.machine)][px] = ref / v
+                    series[(b, label, run.machine)][px] = ref / v
     backends = _ordered_backends(b for b, _, _ in series)
     if not backends:
         return False

@@ -90,13 +90,6 @@ def row_bands(rows: int, row_elements: int, *, planes: int = 1, target: int = 1 
     return [(p, r, min(rows, r + band)) for p in range(planes) for r in range(0, rows, band)]
 
 
-def array_api() -> Any:
-    """NumPy's array-API namespace (what the portable versions run on, on this backend)."""
-    import array_api_compat.numpy as xp
-
-    return xp
-
-
 _SCRATCH = threading.local()
 
 

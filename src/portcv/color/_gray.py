@@ -6,6 +6,7 @@ from typing import Any
 
 from .. import _validate
 from .._kernel import kernel
+from ..backends import backend
 
 _METHODS = ("weighted", "average")
 
@@ -35,10 +36,10 @@ _FIXED_POINT = {"weighted": ((9798, 19235, 3735), 16384, 15), "average": ((21846
 def _rgb_to_gray_numpy(rgb: Any, *, method: str) -> Any:
     import numpy as np
 
-    from ..backends.numpy import array_api, run_bands
+    from ..backends.numpy import run_bands
 
     if rgb.dtype != np.uint8 or rgb.size == 0:
-        return _rgb_to_gray_kernel.portable(array_api(), rgb, method=method)
+        return _rgb_to_gray_kernel.portable(backend().xp, rgb, method=method)
     weights, rounding, shift = _FIXED_POINT[method]
     # A float32 matrix-vector product is exact here: every product (<= 21846 * 255) and every
     # partial sum (<= 32768 * 255 + 16384, or 3 * 21846 * 255) is an integer below 2**24, so no

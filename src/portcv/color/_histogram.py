@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import _validate
 from .._kernel import kernel
-from ..backends import asarray, owner_of
+from ..backends import asarray, backend, owner_of
 from ..backends.jax import jit
 
 #: Bin counts a histogram may have: the divisors of 256 (bin = value * bins // 256).
@@ -82,10 +82,9 @@ def histogram_kernel(xp: Any, img: Any, *, bins: int, has_channels: bool) -> Any
 
 @histogram_kernel.override("numpy", supports="uint8 images (others: the portable version)")
 def _histogram_numpy(img: Any, *, bins: int, has_channels: bool) -> Any:
-    from ..backends.numpy import array_api
 
     if img.dtype != np.uint8:
-        return histogram_kernel.portable(array_api(), img, bins=bins, has_channels=has_channels)
+        return histogram_kernel.portable(backend().xp, img, bins=bins, has_channels=has_channels)
     lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
     frames = math.prod(lead)
     x = np.reshape(img, (frames, pixels * channels))

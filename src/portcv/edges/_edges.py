@@ -31,6 +31,7 @@ import numpy as np
 
 from .._border import BORDER_CODE, pad_axis
 from .._kernel import kernel
+from ..backends import backend
 from ..backends.jax import jit
 from ..filters._gradients import gradients_kernel
 from ..filters._separable import separable_filter_kernel
@@ -371,9 +372,9 @@ def canny_candidates_kernel(xp: Any, gx: Any, gy: Any, *, low: int, high: int, l
 
 @canny_candidates_kernel.override("numpy")
 def _canny_candidates_numpy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) -> Any:
-    from ..backends.numpy import array_api, row_bands, run_bands
+    from ..backends.numpy import row_bands, run_bands
 
-    xp = array_api()
+    xp = backend().xp
     shape = gx.shape
     h, w = shape[-2], shape[-1]
     if gx.size == 0:

@@ -17,6 +17,7 @@ import numpy as np
 from .. import _border, _validate
 from .._border import BORDER_CODE, pad_axis
 from .._kernel import kernel
+from ..backends import backend
 from ._separable import _CUDA_TYPE, _FINISH_CODE, MAX_TAPS, finish_accumulator, _shift_finish
 
 #: Largest kernel side; the CUDA tile's shared memory is sized for it.
@@ -71,10 +72,10 @@ def convolve2d_kernel(
 def _convolve2d_numpy(
     img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
 ) -> Any:
-    from ..backends.numpy import array_api, row_bands, run_bands, scratch
+    from ..backends.numpy import row_bands, run_bands, scratch
     from ._separable import _sum_dtype, correlate_shifted, finish_band, shift_in_range
 
-    xp = array_api()
+    xp = backend().xp
     if img.dtype != np.uint8 or img.size == 0:
         return convolve2d_kernel.portable(xp, img, taps=taps, has_channels=has_channels, border=border,
                                           border_value=border_value, finish=finish)

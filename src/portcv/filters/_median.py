@@ -26,6 +26,7 @@ import numpy as np
 from .. import _border, _validate
 from .._border import BORDER_CODE, pad_axis
 from .._kernel import kernel
+from ..backends import backend
 from ..backends.jax import jit
 from ._median_networks import CIRCUITS, TILE_X, TILE_Y
 
@@ -187,9 +188,9 @@ def _circuit_program(ksize: int) -> tuple[int, int, tuple[tuple[bool, int, int, 
 
 @median_filter_kernel.override("numpy", supports="uint8, ksize 3 and 5 (tile circuits; others: the portable count)")
 def _median_filter_numpy(img: Any, *, ksize: int, has_channels: bool, border: str, border_value: int) -> Any:
-    from ..backends.numpy import array_api, row_bands, run_bands, scratch
+    from ..backends.numpy import row_bands, run_bands, scratch
 
-    xp = array_api()
+    xp = backend().xp
     if ksize not in CIRCUIT_KSIZES or img.dtype != np.uint8 or img.size == 0:
         return median_filter_kernel.portable(xp, img, ksize=ksize, has_channels=has_channels, border=border,
                                              border_value=border_value)

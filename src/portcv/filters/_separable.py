@@ -17,6 +17,7 @@ import numpy as np
 from .. import _border, _validate
 from .._border import BORDER_CODE, pad_axis
 from .._kernel import kernel
+from ..backends import backend
 
 #: Longest 1-D kernel; the CUDA tile's shared memory is sized for it.
 MAX_TAPS = 31
@@ -223,12 +224,12 @@ def finish_band(xp: Any, acc: Any, finish: tuple, in_range: bool, out: Any) -> N
 def _separable_filter_numpy(
     img: Any, *, kx: tuple, ky: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
 ) -> Any:
-    from ..backends.numpy import array_api, row_bands, run_bands
+    from ..backends.numpy import row_bands, run_bands
 
     params = dict(kx=kx, ky=ky, has_channels=has_channels, border=border, border_value=border_value, finish=finish)
     if img.dtype != np.uint8 or img.size == 0:
-        return separable_filter_kernel.portable(array_api(), img, **params)
-    xp = array_api()
+        return separable_filter_kernel.portable(backend().xp, img, **params)
+    xp = backend().xp
     channels = img.shape[-1] if has_channels else 1
     y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
     height, width = img.shape[y_axis], img.shape[x_axis]

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _validate
 from .._kernel import kernel
+from ..backends import backend
 
 #: Largest per-plane pixel count whose int32 sums cannot wrap: 255 * H * W <= 2**31 - 1.
 MAX_INT32_PIXELS = (2**31 - 1) // 255
@@ -48,10 +49,10 @@ def integral_kernel(xp: Any, img: Any, *, has_channels: bool, squared: bool, dty
 
 @integral_kernel.override("numpy", supports="uint8 images (others: the portable version)")
 def _integral_numpy(img: Any, *, has_channels: bool, squared: bool, dtype: str) -> Any:
-    from ..backends.numpy import array_api, row_bands
+    from ..backends.numpy import row_bands
 
     if img.dtype != np.uint8 or img.size == 0:
-        return integral_kernel.portable(array_api(), img, has_channels=has_channels, squared=squared, dtype=dtype)
+        return integral_kernel.portable(backend().xp, img, has_channels=has_channels, squared=squared, dtype=dtype)
     height, width, channels = _plane_shape(img, has_channels)
     planes = img.size // (height * width * channels)
     x = np.reshape(img, (planes, height, width, channels))

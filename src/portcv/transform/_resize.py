@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _validate
 from .._kernel import kernel
+from ..backends import backend
 from ._integral import _plane_shape
 
 #: Arithmetic of a resize (what the per-pixel code does with the table entries).
@@ -173,13 +174,12 @@ def resize_kernel(
 def _resize_numpy(
     img: Any, *, arith: str, size: tuple[int, int], inv_scale: tuple[float, float], has_channels: bool
 ) -> Any:
-    from ..backends.numpy import array_api
 
     height, width, channels = _plane_shape(img, has_channels)
     dw, dh = size
     if not arith.startswith("area2") or 2 * dw > width or 2 * dh > height:
         # At an odd edge the tables' weights (count 1 or 2) apply: the portable gathers.
-        return resize_kernel.portable(array_api(), img, arith=arith, size=size, inv_scale=inv_scale,
+        return resize_kernel.portable(backend().xp, img, arith=arith, size=size, inv_scale=inv_scale,
                                       has_channels=has_channels)
     # Every output is the full block 2y..2y+1 x 2x..2x+1 (the tables' i0 = 2d, i1 = 2d + 1, weights 1):
     # pairs of rows, then pairs of pixels, summed exactly in uint16 (s <= 4 * 255).
@@ -331,8 +331,6 @@ def resize(
         raise ValueError(f"{name}: the output would have {out_elements} elements; at most "
                          f"{_validate.MAX_ELEMENTS} are supported")
     if arith == "copy":
-        from ..backends import backend
-
         return backend().xp.asarray(img, copy=True)
     return resize_kernel(img, arith=arith, size=(dw, dh), inv_scale=inv_scale, has_channels=has_channels)
 

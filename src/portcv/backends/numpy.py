@@ -51,6 +51,18 @@ def host_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def host_pool() -> Any:
+    """The NumPy overrides' one thread pool (:func:`host_threads` workers), made on first use."""
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _POOL = ThreadPoolExecutor(max_workers=host_threads(), thread_name_prefix="portcv-numpy")
+    return _POOL
+
+
 def run_bands(fn: Any, items: list, *, threads: int | None = None) -> None:
     """Call ``fn(item)`` for every item, spread over ``threads`` (default :func:`host_threads`).
 
@@ -58,18 +70,12 @@ def run_bands(fn: Any, items: list, *, threads: int | None = None) -> None:
     parallel. Each item must write only its own part of a buffer the override allocated; the
     results therefore do not depend on which thread ran what, or in which order.
     """
-    global _POOL
     threads = min(host_threads() if threads is None else threads, len(items))
     if threads <= 1:
         for item in items:
             fn(item)
         return
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                _POOL = ThreadPoolExecutor(max_workers=host_threads(), thread_name_prefix="portcv-numpy")
+    pool = host_pool()
 
     def run(chunk: list) -> None:
         for item in chunk:
@@ -77,7 +83,7 @@ def run_bands(fn: Any, items: list, *, threads: int | None = None) -> None:
 
     # Contiguous chunks, one per thread; the calling thread takes the first.
     chunks = [items[i * len(items) // threads:(i + 1) * len(items) // threads] for i in range(threads)]
-    futures = [_POOL.submit(run, chunk) for chunk in chunks[1:]]
+    futures = [pool.submit(run, chunk) for chunk in chunks[1:]]
     run(chunks[0])
     for f in futures:
         f.result()

@@ -32,10 +32,7 @@ The decisions are integer (``docs/opencv-arithmetic.md``, ``docs/detect.md``):
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
-import os
-import threading
 from typing import Any
 
 import numpy as np
@@ -448,7 +445,7 @@ def _evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: An
                     check_variance: bool) -> Any:
     # The host schedule: each stage runs only on the windows still alive (compacted with
     # flatnonzero), in blocks of about NUMPY_BLOCK window-trees whose temporaries stay in a core's
-    # cache, on NUMPY_THREADS workers (each writes only its own block's slice). Stump stages
+    # cache, on the NumPy backend's workers (each writes only its own block's slice). Stump stages
     # (every shipped face cascade) take _NumpyStumps' arithmetic, deeper trees the portable
     # _stage_sum. numpy:readonly runs the portable version; the tests require equal bits.
     img, offs, stride = _prepare(np, sums, sqsums, tilt, arrays, feature_type=feature_type, has_tilted=has_tilted)
@@ -615,33 +612,21 @@ class _Views:
 NUMPY_BLOCK = 1 << 16
 
 
-def _numpy_threads() -> int:
-    try:
-        return max(1, min(8, len(os.sched_getaffinity(0))))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, min(8, os.cpu_count() or 1))
-
-
-#: Workers of the NumPy evaluation (the cores this process may use, at most 8). NumPy releases
-#: the GIL in the gathers and ufuncs that make up a block; each block writes only its own slice
-#: of the result, so the bits do not depend on the scheduling.
-NUMPY_THREADS = _numpy_threads()
-_POOL: list = []
-_POOL_LOCK = threading.Lock()
-
-
 def _numpy_blocks(n: int, block: int, run: Any) -> None:
     """``run(a, b)`` for the blocks ``[a, b)`` of ``range(n)``, on the NumPy workers when there
     are several blocks (exceptions propagate)."""
+    from ..backends.numpy import host_pool, host_threads
+
     bounds = [(a, min(n, a + block)) for a in range(0, n, block)]
-    if len(bounds) <= 1 or NUMPY_THREADS <= 1:
+    if len(bounds) <= 1 or host_threads() <= 1:
         for a, b in bounds:
             run(a, b)
         return
-    with _POOL_LOCK:
-        if not _POOL:
-            _POOL.append(concurrent.futures.ThreadPoolExecutor(NUMPY_THREADS, thread_name_prefix="portcv-cascade"))
-    for f in [_POOL[0].submit(run, a, b) for a, b in bounds]:
+    # One task per block on the NumPy backend's pool (NumPy releases the GIL in the gathers and
+    # ufuncs of a block; each block writes only its own slice, so the bits do not depend on the
+    # scheduling): blocks of unequal work (pyramid levels) balance across the workers.
+    pool = host_pool()
+    for f in [pool.submit(run, a, b) for a, b in bounds]:
         f.result()
 
 

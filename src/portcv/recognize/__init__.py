@@ -1,0 +1,13 @@
+"""LBP face recognition: exact local binary patterns, regional histograms, an exact weighted
+chi-square distance and its nearest neighbour (the recognizer of Tek's GPU face-recognition
+thesis, after Ahonen, Hadid & Pietikäinen).
+
+Codes are computed in decimal fixed point and distances in integer fixed point, so every backend
+returns the same bits.
+"""
+
+from __future__ import annotations
+
+from ._lbp import METHODS, local_binary_pattern
+
+__all__ = ["METHODS", "local_binary_pattern"]

@@ -8,6 +8,7 @@ returns the same bits.
 
 from __future__ import annotations
 
+from ._histograms import lbp_histograms
 from ._lbp import METHODS, local_binary_pattern
 
-__all__ = ["METHODS", "local_binary_pattern"]
+__all__ = ["METHODS", "lbp_histograms", "local_binary_pattern"]

@@ -34,6 +34,7 @@ NOT_IMAGE_FIRST = {
     "iter_frames", "read_video", "write_video", "fps_statistics", "run_motion",  # video: files, timings
     "synthetic_rgb", "moving_shapes",  # data: shapes
     "sqeuclidean", "cdist", "nearest", "quantize_features",  # distance: feature matrices (F, D), x
+    "chi_square",  # recognize: (query, gallery) histograms (and nearest, above)
     "convolve3d", "fft_error_bound", "quantize_kernel", "gabor_kernel3d",  # volume: video, shapes, kernels
 }
 

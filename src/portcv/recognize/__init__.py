@@ -8,7 +8,8 @@ returns the same bits.
 
 from __future__ import annotations
 
+from ._chi_square import AHONEN_WEIGHTS_7X7, chi_square, nearest
 from ._histograms import lbp_histograms
 from ._lbp import METHODS, local_binary_pattern
 
-__all__ = ["METHODS", "lbp_histograms", "local_binary_pattern"]
+__all__ = ["AHONEN_WEIGHTS_7X7", "METHODS", "chi_square", "lbp_histograms", "local_binary_pattern", "nearest"]

@@ -11,5 +11,6 @@ from __future__ import annotations
 from ._chi_square import AHONEN_WEIGHTS_7X7, chi_square, nearest
 from ._histograms import lbp_histograms
 from ._lbp import METHODS, local_binary_pattern
+from ._recognizer import LBPFaceRecognizer
 
-__all__ = ["AHONEN_WEIGHTS_7X7", "METHODS", "chi_square", "lbp_histograms", "local_binary_pattern", "nearest"]
+__all__ = ["AHONEN_WEIGHTS_7X7", "LBPFaceRecognizer", "METHODS", "chi_square", "lbp_histograms", "local_binary_pattern", "nearest"]

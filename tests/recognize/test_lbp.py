@@ -155,3 +155,27 @@ def test_bad_input():
         recognize.local_binary_pattern(image, 8, 1, border="reflect101")
     with pytest.raises(ValueError, match="border='valid'"):
         recognize.local_binary_pattern(image[:4], 8, 2, border="valid")
+
+
+@given(img=images(channels=(None,), max_h=30, max_w=30), P=st.sampled_from([4, 8, 16]), R=radii,
+       method=st.sampled_from(recognize.METHODS), border=st.sampled_from(["constant", "valid"]),
+       band=st.integers(1, 200))
+def test_numpy_override_bands_equal_the_portable_version(img, P, R, method, border, band):
+    """The NumPy override (row bands with a ceil(R) halo, zero padding for 'constant') equals
+    the portable version for any band size."""
+    import portcv.recognize._lbp as lbp_module
+
+    image, _ = img
+    c = int(np.ceil(R))
+    if border == "valid" and min(image.shape[-2:]) <= 2 * c:
+        border = "constant"
+    expected = lbp_module.lbp_kernel.portable(portcv.backends.get("numpy").xp, image, P=P, R=R, method=method, border=border)
+    saved = lbp_module.BAND_PIXELS
+    lbp_module.BAND_PIXELS = band
+    try:
+        with portcv.using("numpy"):
+            actual = lbp_module.lbp_kernel.overrides["numpy"].fn(image, P=P, R=R, method=method, border=border)
+    finally:
+        lbp_module.BAND_PIXELS = saved
+    np.testing.assert_array_equal(actual, expected)
+    assert actual.dtype == expected.dtype == np.uint16

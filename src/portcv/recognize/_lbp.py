@@ -173,6 +173,37 @@ def lbp_kernel(xp: Any, image: Any, *, P: int, R: float, method: str, border: st
     return xp.astype(code, xp.uint16)
 
 
+#: Output pixels per band of the NumPy override: its float64 temporaries (256 KiB) stay in cache.
+BAND_PIXELS = 1 << 15
+
+
+@lbp_kernel.override("numpy", supports="every input (bands of rows on the host thread pool)")
+def _lbp_numpy(image: Any, *, P: int, R: float, method: str, border: str) -> Any:
+    """The portable version on bands of about :data:`BAND_PIXELS` output pixels, spread over
+    the NumPy backend's threads. Measured on 2 cores: a batch of 64 faces of 130 x 150 took 5x
+    longer in one piece (9 MB float64 temporaries per step) than face by face. A zero-padded
+    image read with ``border="valid"`` is the ``"constant"`` result (the padding, ceil(R), covers
+    every sample), so each band is the valid LBP of its rows plus ceil(R) halo rows."""
+    from ..backends import backend
+    from ..backends.numpy import row_bands, run_bands
+
+    c = math.ceil(R)
+    if border == "constant":
+        image = np.pad(image, [(0, 0)] * (image.ndim - 2) + [(c, c), (c, c)])
+    lead = image.shape[:-2]
+    frames = image.reshape((-1,) + image.shape[-2:])
+    Ho, Wo = frames.shape[1] - 2 * c, frames.shape[2] - 2 * c
+    out = np.empty((frames.shape[0], Ho, Wo), np.uint16)
+    xp = backend().xp
+
+    def band(item: tuple[int, int, int]) -> None:
+        f, y0, y1 = item
+        out[f, y0:y1] = lbp_kernel.portable(xp, frames[f, y0:y1 + 2 * c], P=P, R=R, method=method, border="valid")
+
+    run_bands(band, row_bands(Ho, Wo, planes=frames.shape[0], target=BAND_PIXELS))
+    return out.reshape(lead + (Ho, Wo))
+
+
 def local_binary_pattern(image: Any, P: int, R: float, *, method: str = "default", border: str = "constant") -> Any:
     """Local binary pattern labels of a gray image, exact on every backend.
 

@@ -75,6 +75,22 @@ def table_4_2() -> None:
             print(f"| ({P}, 2)u2 | {region[0]}x{region[1]} | {length} | {ms} | {one:.2f} | {many:.2f} | {sk:.2f} |")
 
 
+def table_4_3(sizes=(1000, 5000)) -> None:
+    """1-NN of one query against N synthetic histograms from real ones (asv's gallery)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from asv_bench.benchmarks import bench_recognize as bench
+
+    print("| N | d | thesis GPU [ms] | thesis ANN (CPU) [ms] | portcv NumPy exact [ms] | NumPy float64 dense [ms] |")
+    print("|---|---|---|---|---|---|")
+    ann = {(1000, 2891): 2.55, (1000, 8496): 7.47, (1000, 11907): 10.46,
+           (5000, 2891): 12.72, (5000, 8496): 37.32, (5000, 11907): 52.32}
+    for n in sizes:
+        for d in (2891, 8496, 11907):
+            ours = bench.median_ms(bench.nearest_operation("numpy", n, d), budget_s=1.0)
+            dense = bench.median_ms(bench.nearest_operation(bench.NUMPY_DENSE, n, d), budget_s=1.0)
+            print(f"| {n} | {d} | {bench.THESIS_4_3_GPU_MS[(n, d)]} | {ann[(n, d)]} | {ours:.0f} | {dense:.0f} |")
+
+
 def accuracy() -> None:
     import cv2
 
@@ -112,10 +128,16 @@ def accuracy() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-accuracy", action="store_true")
+    parser.add_argument("--only", choices=["ratio", "4.2", "4.3", "accuracy"])
     args = parser.parse_args()
+    if args.only:
+        {"ratio": lbp_ratio, "4.2": table_4_2, "4.3": table_4_3, "accuracy": accuracy}[args.only]()
+        return
     lbp_ratio()
     print()
     table_4_2()
+    print()
+    table_4_3()
     if not args.skip_accuracy:
         print()
         accuracy()

@@ -278,3 +278,37 @@ class LBPHPredict(Benchmark):
 
     def time_predict(self, backend, N):
         self.op()
+
+
+class ChiSquare(Benchmark):
+    """``chi_square`` matrix of 64 queries against N = 1000 histograms of d bins (Ahonen weights
+    where d has 7 x 7 regions); the ``numpy-dense`` value is float64 on the host."""
+
+    params = [BACKENDS + [NUMPY_DENSE], list(D_CONFIG)]
+    param_names = ["backend", "d"]
+    timeout = 600
+
+    def setup(self, backend, d):
+        G = gallery(1000, d)
+        Q = np.ascontiguousarray(G[:64])
+        w = _weights(d)
+        if backend == NUMPY_DENSE:
+            wf = w.reshape(-1).astype(np.float64)
+
+            def dense(q: np.ndarray, g: np.ndarray) -> np.ndarray:
+                S = q.reshape(len(q), 1, -1, q.shape[-1]).astype(np.float64)
+                out = []
+                for r0 in range(0, len(g), 100):
+                    M = g[r0:r0 + 100].reshape(1, -1, S.shape[2], S.shape[3]).astype(np.float64)
+                    s = S + M
+                    t = np.where(s > 0, (S - M) ** 2 / np.where(s > 0, s, 1), 0.0)
+                    out.append(t.sum(-1) @ wf)
+                return np.concatenate(out, axis=1)
+
+            self.op = Operation("numpy", dense, Q, G)
+        else:
+            count = region_pixels(D_CONFIG[d])
+            self.op = Operation(backend, lambda q, g: portcv.recognize.chi_square(q, g, weights=w, max_count=count)[0], Q, G)
+
+    def time_chi_square(self, backend, d):
+        self.op()

@@ -81,8 +81,44 @@ def test_any_split_into_parts_gives_the_same_distance(hs, parts):
     Q, G, w, n = hs
     xp = portcv.backends.get("numpy").xp
     W = np.asarray(w, np.int64)
-    ref = chi_square_kernel.portable(xp, Q, G, W, frac_bits=frac_bits(n), parts=1)
-    np.testing.assert_array_equal(chi_square_kernel.portable(xp, Q, G, W, frac_bits=frac_bits(n), parts=parts), ref)
+    ref = chi_square_kernel.portable(xp, Q, G, W, frac_bits=frac_bits(n), parts=1, max_count=n)
+    np.testing.assert_array_equal(chi_square_kernel.portable(xp, Q, G, W, frac_bits=frac_bits(n), parts=parts, max_count=n), ref)
+
+
+@given(hs=histogram_sets(max_rows=5, max_regions=6, max_bins=12), step=st.integers(1, 40), force_float=st.booleans())
+def test_numpy_override_equals_the_portable_version(hs, step, force_float):
+    """The NumPy override (a table of T for small counts, float64 division otherwise, in
+    steps of gallery rows) gives the portable int32 bits."""
+    import portcv.recognize._chi_square as module
+
+    Q, G, w, n = hs
+    W = np.asarray(w, np.int64)
+    params = dict(frac_bits=frac_bits(n), parts=3, max_count=n)
+    expected = chi_square_kernel.portable(portcv.backends.get("numpy").xp, Q, G, W, **params)
+    saved = module.NUMPY_STEP, module.TABLE_ENTRIES
+    module.NUMPY_STEP, module.TABLE_ENTRIES = step * Q.shape[1] * Q.shape[2], (0 if force_float else saved[1])
+    try:
+        with portcv.using("numpy"):
+            actual = chi_square_kernel.overrides["numpy"].fn(Q, G, W, **params)
+    finally:
+        module.NUMPY_STEP, module.TABLE_ENTRIES = saved
+    assert_same_bits(expected, actual)
+
+
+def test_numpy_override_terms_at_every_count():
+    """Each term of both NumPy paths equals the Python-integer floor: the table for every
+    (S, M) up to 378, the float64 division for S, M at both ends of [0, 32767] and on a grid."""
+    from portcv.recognize._chi_square import float_terms, term_table
+
+    s = np.arange(379, dtype=np.int64)
+    exact = ((s[:, None] - s[None, :]) ** 2 << 20) // np.maximum(s[:, None] + s[None, :], 1)
+    np.testing.assert_array_equal(term_table(378, 20).reshape(379, 379), exact)
+    for n in (378, 1023, 4095, 32767):
+        F = frac_bits(n)
+        v = np.unique(np.r_[0:300, n - 300:n + 1, np.linspace(0, n, 400).astype(np.int64)])
+        S, M = np.meshgrid(v, v, indexing="ij")
+        want = np.array([[((a - b) ** 2 << F) // max(a + b, 1) for b in v.tolist()] for a in v.tolist()])
+        np.testing.assert_array_equal(float_terms(S.astype(np.float64), M.astype(np.float64), F).astype(np.int64), want)
 
 
 def test_float64_reference_bound_and_ranking_on_face_like_histograms():

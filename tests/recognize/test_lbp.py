@@ -14,7 +14,7 @@ import portcv
 from portcv import recognize
 from portcv.recognize._lbp import bin_count, mapping_table
 
-from ..helpers import images, matches_numpy
+from ..helpers import images, jax_without_x64, matches_numpy
 from ..oracles import lbp as oracle
 
 radii = st.sampled_from([1.0, 1.5, 2.0, 3.0, 0.5, 2.7])
@@ -179,3 +179,13 @@ def test_numpy_override_bands_equal_the_portable_version(img, P, R, method, bord
         lbp_module.BAND_PIXELS = saved
     np.testing.assert_array_equal(actual, expected)
     assert actual.dtype == expected.dtype == np.uint16
+
+
+def test_jax_without_x64_refuses_instead_of_rounding():
+    """The exact sums need float64 (chi-square: int64); JAX with x64 off must raise, not round."""
+    image = np.random.default_rng(0).integers(0, 256, (20, 20), dtype=np.uint8)
+    with jax_without_x64():
+        with pytest.raises(RuntimeError, match="x64"):
+            recognize.local_binary_pattern(image, 8, 2)
+        with pytest.raises(RuntimeError, match="x64"):
+            recognize.chi_square(np.ones((2, 3), np.uint16), np.ones((4, 2, 3), np.uint16))

@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import _border, _validate
 from .._kernel import kernel
+from ..backends import require_dtype
 
 #: The decimal fixed-point scale of a sample point's offset (scikit-image rounds to 5 decimals).
 SCALE = 10**5
@@ -158,7 +159,8 @@ def lbp_kernel(xp: Any, image: Any, *, P: int, R: float, method: str, border: st
             bit = shifted(src, dy, dx) >= centre
         else:
             if wide is None:
-                wide = xp.astype(src, xp.float64)
+                # float64 is what makes the sums exact; JAX without x64 would silently use float32
+                wide = require_dtype(xp.astype(src, xp.float64), "float64", "portcv.recognize.local_binary_pattern")
                 centre_scaled = xp.astype(centre, xp.float64) * float(SCALE * SCALE)
             value = None
             for dy, dx, weight in terms:  # integers < 2**42: exact in float64 in any order

@@ -31,6 +31,8 @@ def test_train_predict_update_and_threshold():
     rec.update(list(base[4:]), labels[4:])  # a list of faces is fine
     pred, dist = rec.predict(noisy)
     assert pred.tolist() == labels.tolist()
+    one, d_one = rec.predict(noisy[2], k=2)
+    assert one.shape == d_one.shape == (2,) and one[0] == labels[2]
     top, d3 = rec.predict(noisy, k=3)
     assert top.shape == (6, 3) and (np.diff(d3, axis=1) >= 0).all() and (top[:, 0] == labels).all()
     strict = recognize.LBPFaceRecognizer(threshold=float(dist.min()) / 2)

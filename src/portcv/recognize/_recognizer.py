@@ -148,8 +148,8 @@ class LBPFaceRecognizer:
         """Labels and chi-square distances of the nearest trained faces.
 
         One (H, W) face: ``(label, distance)`` as Python numbers (k = 1), as OpenCV's
-        ``predict``. (n, H, W) faces: ``(labels, distances)`` NumPy arrays of shape (n,) (or
-        (n, k) for k > 1, nearest first). Labels are -1 where the distance exceeds ``threshold``.
+        ``predict``, or two (k,) arrays. (n, H, W) faces: ``(labels, distances)`` NumPy arrays
+        of shape (n,) (or (n, k) for k > 1, nearest first). Labels are -1 where the distance exceeds ``threshold``.
         """
         if self._gallery is None:
             raise ValueError("the recognizer has no gallery: call train(images, labels) first (empty gallery)")
@@ -166,8 +166,8 @@ class LBPFaceRecognizer:
             labels = np.where(dist > self.threshold, -1, labels).astype(np.int32)
         if k == 1:
             labels, dist = labels[:, 0], dist[:, 0]
-        if single and k == 1:
-            return int(labels[0]), float(dist[0])
+        if single:
+            return (int(labels[0]), float(dist[0])) if k == 1 else (labels[0], dist[0])
         return labels, dist
 
     # -- persistence ---------------------------------------------------------------------------

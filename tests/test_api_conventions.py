@@ -32,8 +32,9 @@ NOT_IMAGE_FIRST = {
     "difference", "density", "regions", "cell_bounds", "detect_motion",  # motion: frame pairs, maps, shapes
     "encode_keyframe", "encode_delta", "encode_end", "parse_header", "synthetic_source",  # stream: packets
     "iter_frames", "read_video", "write_video", "fps_statistics", "run_motion",  # video: files, timings
-    "synthetic_rgb", "moving_shapes",  # data: shapes
+    "synthetic_rgb", "moving_shapes", "csu_scrapshots",  # data: shapes, a fetched data set
     "sqeuclidean", "cdist", "nearest", "quantize_features",  # distance: feature matrices (F, D), x
+    "chi_square",  # recognize: (query, gallery) histograms (and nearest, above)
     "convolve3d", "fft_error_bound", "quantize_kernel", "gabor_kernel3d",  # volume: video, shapes, kernels
 }
 

@@ -18,6 +18,7 @@ import portcv
 
 RGB = portcv.data.synthetic_rgb(40, 52, seed=1)
 GRAY = np.ascontiguousarray(RGB[..., 1])
+LBP_HIST = np.random.default_rng(3).integers(0, 20, (4, 3, 3, 59)).astype(np.uint16)
 GRAY2 = np.roll(GRAY, 3, axis=1)
 VIDEO = portcv.data.moving_shapes(3, 40, 52, seed=2)
 GX = (GRAY.astype(np.int16) - 128) * 3
@@ -82,6 +83,10 @@ CALLS = {
     "motion.area_image": (portcv.motion.area_image, (RGB, REGIONS)),
     "motion.draw_regions": (portcv.motion.draw_regions, (RGB, REGIONS)),
     "motion.detect_motion": (lambda v: portcv.motion.detect_motion(v, t_low=70, t_high=80, grid=(2, 2)), (VIDEO,)),
+    "recognize.local_binary_pattern": (lambda i: portcv.recognize.local_binary_pattern(i, 8, 1.5, method="u2"), (GRAY,)),
+    "recognize.lbp_histograms": (lambda i: portcv.recognize.lbp_histograms(i, region_size=(9, 9)), (GRAY,)),
+    "recognize.chi_square": (lambda q, g: portcv.recognize.chi_square(q, g), (LBP_HIST[:2], LBP_HIST)),
+    "recognize.nearest": (lambda q, g: portcv.recognize.nearest(q, g, k=2), (LBP_HIST[:2], LBP_HIST)),
     "stream.encode_keyframe": (lambda f: portcv.stream.encode_keyframe(f, 0), (RGB,)),
     "stream.encode_delta": (lambda d, p: portcv.stream.encode_delta(GRAY.shape, 1, 2, d, p),
                             (np.array([5, -5], np.int8), np.array([1, 9], np.int32))),
@@ -96,7 +101,7 @@ CALLS = {
 }
 #: Public functions that take no arrays (files, sizes, tables, scalars) or are iterators/classes.
 NO_ARRAY_INPUT = {
-    "data.synthetic_rgb", "data.moving_shapes", "detect.load_cascade", "detect.detect_video", "draw.heatmap_colors",
+    "data.synthetic_rgb", "data.moving_shapes", "data.csu_scrapshots", "detect.load_cascade", "detect.detect_video", "draw.heatmap_colors",
     "filters.gaussian_taps_q8", "filters.gaussian_kernel", "motion.cell_bounds",
     "stream.encode_end", "stream.parse_header", "stream.synthetic_source", "video.iter_frames", "video.read_video",
     "video.write_video", "video.fps_statistics", "video.run_motion", "volume.fft_error_bound", "volume.gabor_kernel3d",

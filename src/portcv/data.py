@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["synthetic_rgb", "moving_shapes"]
+__all__ = ["synthetic_rgb", "moving_shapes", "csu_scrapshots", "DataUnavailableError"]
 
 
 def synthetic_rgb(height: int = 480, width: int = 640, *, seed: int = 0) -> np.ndarray:
@@ -161,3 +161,7 @@ def _seed(seed: Any) -> int:
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
     return int(seed)
+
+
+# Identity-labelled faces (fetched once into a user cache, never at import): portcv.recognize's data.
+from .recognize._faces_data import DataUnavailableError, csu_scrapshots  # noqa: E402

@@ -1,0 +1,311 @@
+"""Exact weighted chi-square distance of LBP histograms and its nearest neighbour.
+
+Ahonen et al.'s weighted chi-square (Tek's eq. 2.4), ``chi2_w(S, M) = sum_j w_j sum_i
+(S_ij - M_ij)**2 / (S_ij + M_ij)`` (i = bin, j = region), in integer fixed point with F
+fractional bits and one floor per term:
+
+    T(S, M) = floor((S - M)**2 * 2**F / (S + M))    (0 when S + M = 0)
+            = q 2**F + floor(r 2**F / b)            with b = S + M, q = a // b, r = a % b, a = (S - M)**2
+    D = sum_j w_j sum_i T(S_ij, M_ij)               (int64)
+
+with ``F = min(20, 30 - bitlen(n))`` for counts at most n (the largest region's pixels). Widths:
+``a <= n**2 < 2**30``, ``r 2**F < 2n 2**(30 - bitlen(n)) <= 2**31`` and ``T < 2**30``: every term
+is an exact int32; a region's ``sum_i T <= 2**F sum_i |S_i - M_i| <= 2**(F+1) n <= 2**31`` and
+``D < 2**31 sum_j w_j < 2**63`` (weights at most 255) in int64. Integer sums are associative, so
+any split of the vector (the thesis's p parts, GPU warps, JAX trees) gives the same D.
+Error: each floor loses less than 1, so ``0 <= chi2_w - D 2**-F < 2**-F sum_j w_j B_j``
+(B_j = bins of region j with S + M > 0).
+
+The nearest neighbour reuses :func:`portcv.distance._nearest.tiled_nearest`: the gallery in
+tiles, each tile's distances merged into the running best by the lexicographic
+(distance, index) minimum, so ties go to the smaller gallery index on every backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _validate
+from .._kernel import kernel
+from ..backends import asarray, backend, owner_of, require_dtype, to_numpy
+from ..distance._nearest import tiled_nearest
+
+#: Histogram dtypes the distance takes (exact counts).
+HISTOGRAM_DTYPES = ("uint8", "uint16", "int32")
+#: The largest count of a bin (so that (S - M)**2 < 2**30).
+MAX_COUNT = 2**15 - 1
+#: The thesis's split of each vector into p sub-vectors (p = 8 was its best); here the parts are
+#: groups of regions whose partial sums are added (it bounds the temporaries, not the result).
+PARTS = 8
+#: Elements of the (queries, gallery, bins) temporaries per tile.
+TILE_ELEMENTS = 1 << 22
+
+#: Ahonen, Hadid & Pietikäinen's weights of the 7 x 7 regions of a 130 x 150 face (ECCV 2004,
+#: Fig. 5: black 0, dark 1, light 2, white 4; the sum is 56): eyes 4, mouth corners and
+#: forehead edges 2, nose bridge and cheek edges 0.
+AHONEN_WEIGHTS_7X7 = np.array(
+    [[2, 1, 1, 1, 1, 1, 2],
+     [2, 4, 4, 1, 4, 4, 2],
+     [1, 1, 1, 0, 1, 1, 1],
+     [0, 1, 1, 0, 1, 1, 0],
+     [0, 1, 1, 1, 1, 1, 0],
+     [0, 1, 1, 2, 1, 1, 0],
+     [0, 1, 1, 1, 1, 1, 0]], dtype=np.uint8)
+AHONEN_WEIGHTS_7X7.flags.writeable = False
+
+
+def frac_bits(max_count: int) -> int:
+    """F = min(20, 30 - bitlen(n)): the fractional bits for counts at most n (20 up to n = 1023)."""
+    return min(20, 30 - int(max_count).bit_length())
+
+
+@kernel("chi_square")
+def chi_square_kernel(xp: Any, Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_count: int) -> Any:
+    """``D[r, c]`` (int64) between queries ``Q`` (r, regions, bins) and gallery rows ``G``
+    (c, regions, bins), weights ``W`` (regions,) int64; the regions in ``parts`` groups whose
+    int64 partial sums are added (the thesis's p-way split: any grouping, the same D).
+    ``max_count`` (the counts' bound n behind ``frac_bits``) is for the overrides' tables."""
+    regions = Q.shape[1]
+    step = -(-regions // parts)
+    total = None
+    for j0 in range(0, regions, step):
+        S = xp.astype(Q[:, None, j0:j0 + step, :], xp.int32)
+        M = xp.astype(G[None, :, j0:j0 + step, :], xp.int32)
+        b = S + M
+        diff = S - M
+        a = diff * diff  # < 2**30
+        safe = xp.where(b == 0, 1, b)  # a = 0 there, so T = 0
+        q = a // safe
+        r = a - q * safe
+        term = q * (1 << frac_bits) + (r * (1 << frac_bits)) // safe  # int32: < 2**31 (module docstring)
+        per_region = require_dtype(xp.sum(term, axis=-1, dtype=xp.int64), "int64", "portcv.recognize.chi_square")
+        part = xp.sum(per_region * W[j0:j0 + step], axis=-1, dtype=xp.int64)
+        total = part if total is None else total + part
+    return total
+
+
+#: The NumPy override reads T from a table of every (S, M) pair when (n + 1)**2 is at most this.
+TABLE_ENTRIES = 1 << 20
+#: Elements per step of the NumPy override (its temporaries: a few MB).
+NUMPY_STEP = 1 << 18
+
+
+@functools.lru_cache(maxsize=8)
+def term_table(max_count: int, frac_bits: int) -> np.ndarray:
+    """``T(S, M)`` for every ``S, M <= max_count``, as int32 at index ``S (max_count + 1) + M``."""
+    s = np.arange(max_count + 1, dtype=np.int64)
+    S, M = s[:, None], s[None, :]
+    b = S + M
+    T = ((S - M) ** 2 << frac_bits) // np.maximum(b, 1)  # Python-exact int64: < 2**50
+    return T.astype(np.int32).reshape(-1)  # T < 2**30
+
+
+def float_terms(S: np.ndarray, M: np.ndarray, frac_bits: int) -> np.ndarray:
+    """``T(S, M)`` of float64 counts by one float64 division (exact: see the override)."""
+    b = S + M
+    d = S - M
+    return np.floor(d * d * float(1 << frac_bits) / np.where(b > 0, b, 1.0))
+
+
+@chi_square_kernel.override("numpy", supports="counts at most max_count (a table of T for n <= 1023, "
+                                              "else float64 division, exact by its bound); larger: portable")
+def _chi_square_numpy(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_count: int) -> Any:
+    """The same D without NumPy's slow integer division, in two exact ways.
+
+    n <= 1023: every ``T(S, M)`` from a host table ((n + 1)**2 int32, 572 KB for n = 378).
+    Otherwise float64: ``x = a 2**F < 2**50`` and ``b < 2**16`` are exact, ``x / b`` is one
+    correctly rounded division and ``k = floor(x / b) <= n 2**F <= 2**30``. If ``x / b`` is not
+    an integer it lies at least ``1 / b > 2**-16`` below ``k + 1``, while half an ulp there is at
+    most ``2**-23``: rounding cannot reach ``k + 1``, so ``floor`` of the quotient is ``k``.
+    Sums of T are integers below 2**53 (``D < 2**31 sum w``, checked), so float64 holds them.
+    """
+    from ..backends import backend
+
+    Qn, Gn = np.asarray(Q), np.asarray(G)
+    if max(int(Qn.max()), int(Gn.max())) > max_count or int(np.asarray(W).sum()) >= 1 << 22:
+        return chi_square_kernel.portable(backend().xp, Q, G, W, frac_bits=frac_bits, parts=parts, max_count=max_count)
+    rows, cols, regions, bins = Qn.shape[0], Gn.shape[0], Qn.shape[1], Qn.shape[2]
+    per_region = np.empty((rows, cols, regions), np.int64)
+    use_table = (max_count + 1) ** 2 <= TABLE_ENTRIES
+    table = term_table(max_count, frac_bits) if use_table else None
+    Qi = Qn.astype(np.int32) * np.int32(max_count + 1) if use_table else Qn.astype(np.float64)
+    Gi = Gn.astype(np.int32) if use_table else Gn.astype(np.float64)
+    step = max(1, NUMPY_STEP // (regions * bins))  # gallery rows per step
+    for r in range(rows):
+        for c0 in range(0, cols, step):
+            g = Gi[c0:c0 + step]
+            if use_table:
+                T = table[Qi[r] + g]
+                per_region[r, c0:c0 + step] = T.sum(axis=-1, dtype=np.int64)
+            else:
+                per_region[r, c0:c0 + step] = float_terms(Qi[r], g, frac_bits).sum(axis=-1).astype(np.int64)
+    return per_region @ np.asarray(W, np.int64)
+
+
+def _histograms(x: Any, name: str) -> Any:
+    if owner_of(x) is None:
+        if not isinstance(x, (list, tuple)):
+            raise TypeError(f"{name} must be an array (NumPy, CuPy or JAX), got {type(x).__name__}")
+        x = np.asarray(x)
+    dtype = np.dtype(x.dtype)
+    if dtype.name not in HISTOGRAM_DTYPES:
+        raise TypeError(f"{name} must hold integer counts ({', '.join(HISTOGRAM_DTYPES)}), got {dtype}; "
+                        "lbp_histograms returns such counts")
+    if 0 in tuple(x.shape) or x.ndim == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(x.shape)}")
+    return asarray(x)
+
+
+def check_distance_args(query: Any, gallery: Any, weights: Any, max_count: Any) -> tuple[Any, Any, Any, dict, bool]:
+    """Validate; return (queries (m, regions, bins), gallery (n, regions, bins), weights (regions,)
+    int64, static params, single-query flag), all on the active backend."""
+    gallery = _histograms(gallery, "gallery")
+    query = _histograms(query, "query")
+    if gallery.ndim < 2:
+        raise ValueError(f"gallery must be (n, ..., bins): one histogram vector per row, got shape {tuple(gallery.shape)}")
+    row = tuple(gallery.shape[1:])
+    if tuple(query.shape) == row:
+        single = True
+    elif query.ndim == gallery.ndim and tuple(query.shape[1:]) == row:
+        single = False
+    else:
+        raise ValueError(f"query of shape {tuple(query.shape)} does not match the gallery's histograms {row} "
+                         f"(mismatched histogram lengths): pass one {row} histogram or (m, *{row})")
+    regions_shape, bins = row[:-1], row[-1]
+    regions = math.prod(regions_shape)
+    if weights is None:
+        w = np.ones(regions, np.int64)
+    else:
+        if owner_of(weights) is not None and not isinstance(weights, np.ndarray):
+            weights = to_numpy(weights)
+        w = np.asarray(weights)
+        if not (np.issubdtype(w.dtype, np.integer) or w.dtype == bool):
+            raise TypeError(f"weights must be integers in [0, 255] (the exact distance needs integer weights), got {w.dtype}")
+        if w.size != regions or (w.shape != regions_shape and w.ndim != 1):
+            raise ValueError(f"weights must have one entry per region {regions_shape}, got shape {w.shape} "
+                             f"(mismatched histogram lengths)")
+        if w.min() < 0 or w.max() > 255:
+            raise ValueError(f"weights must be in [0, 255], got [{w.min()}, {w.max()}]")
+        w = w.astype(np.int64).reshape(-1)
+    default = 255 if np.dtype(gallery.dtype) == np.uint8 and np.dtype(query.dtype) == np.uint8 else MAX_COUNT
+    n = default if max_count is None else _validate.integer(max_count, "max_count", low=1, high=MAX_COUNT)
+    Q = backend().xp.reshape(query, (1 if single else query.shape[0], regions, bins))
+    G = backend().xp.reshape(gallery, (gallery.shape[0], regions, bins))
+    parts = max(1, min(PARTS, regions))
+    return Q, G, asarray(w), {"frac_bits": frac_bits(n), "parts": parts, "max_count": n}, single
+
+
+def chi_square(query: Any, gallery: Any, *, weights: Any = None, max_count: int | None = None) -> tuple[Any, int]:
+    """Exact weighted chi-square distances of LBP histograms, in integer fixed point.
+
+    ``D * 2**-frac_bits`` is Ahonen et al.'s ``sum_j w_j sum_i (S_ij - M_ij)**2 / (S_ij + M_ij)``
+    with each term floored to ``frac_bits`` fractional bits (Tek's eq. 2.4); the same int64 bits
+    on every backend.
+
+    Parameters
+    ----------
+    query : (..., bins) or (m, ..., bins) array of uint8, uint16 or int32
+        One histogram vector (e.g. ``(ny, nx, bins)`` from :func:`lbp_histograms`) or m of them.
+    gallery : (n, ..., bins) array of uint8, uint16 or int32
+        The reference histograms; the axes between n and bins are the regions.
+    weights : (...) array of int in [0, 255], optional
+        One weight per region (e.g. :data:`AHONEN_WEIGHTS_7X7`); default all 1.
+    max_count : int, optional
+        The largest count of any bin (e.g. the largest region's pixel count, at most 32,767);
+        it sets ``frac_bits = min(20, 30 - bitlen(max_count))``. Default: 255 for uint8
+        histograms (F = 20), else 32,767 (F = 15). Larger counts are outside the definition.
+
+    Returns
+    -------
+    D : (n,) or (m, n) int64 array
+        On the active backend.
+    frac_bits : int
+        F: ``D * 2.0**-F`` is the distance.
+
+    Notes
+    -----
+    Per bin ``T = floor((S - M)**2 2**F / (S + M))`` as ``q 2**F + floor(r 2**F / b)`` in int32
+    (``q, r`` the quotient and remainder of ``(S - M)**2`` by ``b = S + M``), summed per region
+    in int64 and weighted. ``0 <= chi2_w - D 2**-F < 2**-F sum_j w_j B_j`` (``B_j`` the
+    non-empty bins of region j): below 0.0032 for 7 x 7 (8, 2)^u2 with Ahonen's weights.
+
+    References
+    ----------
+    T. Ahonen, A. Hadid, M. Pietikäinen, "Face recognition with local binary patterns", ECCV
+    2004, doi:10.1007/978-3-540-24670-1_36. S. C. Tek, M.Sc. thesis, ITU, 2012, eq. 2.4.
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> S = np.array([[3, 1, 0], [2, 2, 0]], np.uint8)           # 2 regions of 3 bins
+    >>> M = np.array([[[1, 3, 0], [2, 2, 0]], [[3, 1, 0], [0, 0, 4]]], np.uint8)
+    >>> D, F = portcv.recognize.chi_square(S, M, weights=[2, 1])
+    >>> portcv.to_numpy(D) * 2.0**-F                             # 2 (4/4 + 4/4) + 0; 0 + (4/2 + 4/2 + 16/4)
+    array([4., 8.])
+    """
+    Q, G, W, params, single = check_distance_args(query, gallery, weights, max_count)
+    xp = backend().xp
+    d = Q.shape[1] * Q.shape[2]
+    cols = max(1, min(G.shape[0], TILE_ELEMENTS // d))
+    rows = max(1, TILE_ELEMENTS // (cols * d))
+    blocks = []
+    for r0 in range(0, Q.shape[0], rows):
+        row = [chi_square_kernel(Q[r0:r0 + rows], G[c0:c0 + cols], W, **params) for c0 in range(0, G.shape[0], cols)]
+        blocks.append(row[0] if len(row) == 1 else xp.concat(row, axis=1))
+    D = blocks[0] if len(blocks) == 1 else xp.concat(blocks, axis=0)
+    return (D[0] if single else D), params["frac_bits"]
+
+
+def nearest(query: Any, gallery: Any, *, k: int = 1, weights: Any = None, max_count: int | None = None) -> tuple[Any, Any]:
+    """The k nearest gallery histograms of each query by the exact weighted chi-square.
+
+    The 1-NN (k-NN) classifier of Ahonen et al. and Tek's thesis (§3.2.2): distances of
+    :func:`chi_square`, ordered by (distance, gallery index), so equal distances go to the
+    smaller index on every backend. The m x n distance matrix is never formed: the gallery runs
+    in tiles merged into the running k best (the machinery of :func:`portcv.distance.nearest`).
+
+    Parameters
+    ----------
+    query, gallery, weights, max_count
+        As in :func:`chi_square`.
+    k : int
+        Neighbours per query, ``1 <= k <= n``.
+
+    Returns
+    -------
+    indices : (k,) or (m, k) int32 array
+        Gallery rows, nearest first.
+    distances : (k,) or (m, k) int64 array
+        Their fixed-point distances ``D`` (times ``2**-frac_bits`` of :func:`chi_square`).
+
+    Notes
+    -----
+    The thesis splits each vector into p = 8 sub-vectors whose partial distances are summed;
+    here the regions are split into 8 groups the same way (exact integer partial sums, so the
+    split changes nothing but the size of the temporaries).
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> gallery = np.array([[2, 2], [0, 4], [2, 2], [4, 0]], np.uint8)   # rows 0 and 2 tie
+    >>> idx, D = portcv.recognize.nearest(np.array([3, 1], np.uint8), gallery, k=3)
+    >>> portcv.to_numpy(idx)                                  # 1/5 + 1/3 twice, then 1/7 + 1
+    array([0, 2, 3], dtype=int32)
+    >>> portcv.to_numpy(D)                                    # 2**-20 units, each term floored
+    array([ 559240,  559240, 1198372])
+    """
+    Q, G, W, params, single = check_distance_args(query, gallery, weights, max_count)
+    k = _validate.integer(k, "k", low=1)
+    n = G.shape[0]
+    if k > n:
+        raise ValueError(f"k must be at most the number of gallery rows ({n}), got {k}")
+    d = Q.shape[1] * Q.shape[2]
+    cols = max(k, min(n, max(1, TILE_ELEMENTS // d)))
+    rows = max(1, TILE_ELEMENTS // (cols * d))
+    idx, D = tiled_nearest(lambda q, g: chi_square_kernel(q, g, W, **params), Q, G, k=k,
+                           tile_elements=rows * max(cols, d), tile_columns=cols)
+    return (idx[0], D[0]) if single else (idx, D)

@@ -1,0 +1,202 @@
+"""chi_square / nearest: the fixed-point definition, its error bound against exact and float64
+chi-square, rankings, constructed ties, the p-way split, every backend equal to NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import portcv
+from portcv import recognize
+from portcv.recognize._chi_square import chi_square_kernel, frac_bits
+
+from ..helpers import assert_same_bits, on_backend
+from ..oracles import chi2 as oracle
+
+
+@st.composite
+def histogram_sets(draw, max_rows=6, max_regions=5, max_bins=8, dtypes=("uint8", "uint16", "int32")):
+    """(queries (m, regions, bins), gallery (n, regions, bins), weights (regions,), max_count)."""
+    dtype = draw(st.sampled_from(dtypes))
+    max_count = draw(st.sampled_from([3, 255] if dtype == "uint8" else [3, 255, 378, 1000, 32767]))
+    m, n = draw(st.integers(1, max_rows)), draw(st.integers(1, max_rows))
+    regions, bins = draw(st.integers(1, max_regions)), draw(st.integers(1, max_bins))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    high = draw(st.sampled_from([2, max_count + 1]))
+    Q = rng.integers(0, high, (m, regions, bins)).astype(dtype)
+    G = rng.integers(0, high, (n, regions, bins)).astype(dtype)
+    if draw(st.booleans()):  # duplicates: ties
+        G[rng.integers(0, n, n // 2 + 1)] = G[0]
+    weights = rng.integers(0, draw(st.sampled_from([2, 5, 256])), regions)
+    return Q, G, weights, max_count
+
+
+@given(hs=histogram_sets())
+def test_equals_the_per_term_floor_definition_and_its_bound(hs):
+    Q, G, w, n = hs
+    D, F = recognize.chi_square(Q, G, weights=w, max_count=n)
+    assert F == min(20, 30 - n.bit_length()) and D.dtype == np.int64 and D.shape == (len(Q), len(G))
+    for a in range(len(Q)):
+        for b in range(len(G)):
+            assert int(D[a, b]) == oracle.fixed_point(Q[a], G[b], w, F)
+            exact = oracle.exact(Q[a], G[b], w)
+            nonempty = ((Q[a].astype(int) + G[b]) > 0).sum(axis=1)
+            bound = sum(int(wj) * int(bj) for wj, bj in zip(w, nonempty))
+            err = exact * 2**F - int(D[a, b])  # in units of 2**-F
+            assert 0 <= err and (err < bound or (bound == 0 and err == 0))
+
+
+@given(hs=histogram_sets(max_rows=12, max_regions=6, max_bins=10), data=st.data())
+def test_nearest_equals_the_naive_loop_with_ties_to_the_smaller_index(hs, data):
+    Q, G, w, n = hs
+    k = data.draw(st.integers(1, len(G)))
+    idx, D = recognize.nearest(Q, G, k=k, weights=w, max_count=n)
+    F = frac_bits(n)
+    for a in range(len(Q)):
+        ref_i, ref_d = oracle.nearest(Q[a], G, w, F, k)
+        assert idx[a].tolist() == ref_i and D[a].tolist() == ref_d
+    assert idx.dtype == np.int32 and D.dtype == np.int64
+
+
+@given(hs=histogram_sets(max_rows=8), data=st.data())
+def test_same_bits_on_every_backend(backend, hs, data):
+    Q, G, w, n = hs
+    k = data.draw(st.integers(1, len(G)))
+    for fn, kwargs in ((recognize.chi_square, {}), (recognize.nearest, {"k": k})):
+        expected = on_backend("numpy", fn, Q, G, weights=w, max_count=n, **kwargs)
+        actual = on_backend(backend, fn, Q, G, weights=w, max_count=n, **kwargs)
+        if fn is recognize.chi_square:
+            assert expected[1] == actual[1]
+            expected, actual = expected[:1], actual[:1]
+        for e, a in zip(expected, actual, strict=True):
+            assert portcv.backends.get(backend).owns(a)
+            assert_same_bits(e, a)
+
+
+@given(hs=histogram_sets(max_rows=5, max_regions=9), parts=st.integers(1, 9))
+def test_any_split_into_parts_gives_the_same_distance(hs, parts):
+    """The thesis's p-way split: integer partial sums, so D does not depend on p."""
+    Q, G, w, n = hs
+    xp = portcv.backends.get("numpy").xp
+    W = np.asarray(w, np.int64)
+    ref = chi_square_kernel.portable(xp, Q, G, W, frac_bits=frac_bits(n), parts=1, max_count=n)
+    np.testing.assert_array_equal(chi_square_kernel.portable(xp, Q, G, W, frac_bits=frac_bits(n), parts=parts, max_count=n), ref)
+
+
+@given(hs=histogram_sets(max_rows=5, max_regions=6, max_bins=12), step=st.integers(1, 40), force_float=st.booleans())
+def test_numpy_override_equals_the_portable_version(hs, step, force_float):
+    """The NumPy override (a table of T for small counts, float64 division otherwise, in
+    steps of gallery rows) gives the portable int32 bits."""
+    import portcv.recognize._chi_square as module
+
+    Q, G, w, n = hs
+    W = np.asarray(w, np.int64)
+    params = dict(frac_bits=frac_bits(n), parts=3, max_count=n)
+    expected = chi_square_kernel.portable(portcv.backends.get("numpy").xp, Q, G, W, **params)
+    saved = module.NUMPY_STEP, module.TABLE_ENTRIES
+    module.NUMPY_STEP, module.TABLE_ENTRIES = step * Q.shape[1] * Q.shape[2], (0 if force_float else saved[1])
+    try:
+        with portcv.using("numpy"):
+            actual = chi_square_kernel.overrides["numpy"].fn(Q, G, W, **params)
+    finally:
+        module.NUMPY_STEP, module.TABLE_ENTRIES = saved
+    assert_same_bits(expected, actual)
+
+
+def test_numpy_override_terms_at_every_count():
+    """Each term of both NumPy paths equals the Python-integer floor: the table for every
+    (S, M) up to 378, the float64 division for S, M at both ends of [0, 32767] and on a grid."""
+    from portcv.recognize._chi_square import float_terms, term_table
+
+    s = np.arange(379, dtype=np.int64)
+    exact = ((s[:, None] - s[None, :]) ** 2 << 20) // np.maximum(s[:, None] + s[None, :], 1)
+    np.testing.assert_array_equal(term_table(378, 20).reshape(379, 379), exact)
+    for n in (378, 1023, 4095, 32767):
+        F = frac_bits(n)
+        v = np.unique(np.r_[0:300, n - 300:n + 1, np.linspace(0, n, 400).astype(np.int64)])
+        S, M = np.meshgrid(v, v, indexing="ij")
+        want = np.array([[((a - b) ** 2 << F) // max(a + b, 1) for b in v.tolist()] for a in v.tolist()])
+        np.testing.assert_array_equal(float_terms(S.astype(np.float64), M.astype(np.float64), F).astype(np.int64), want)
+
+
+def test_float64_reference_bound_and_ranking_on_face_like_histograms():
+    """Real LBP histograms of (random-textured) 130 x 150 faces, 7 x 7 (8, 2)^u2, Ahonen's
+    weights: |float64 chi2 - D 2**-F| within the bound; the 1-NN equals float64's argmin
+    whenever float64's best two are farther apart than the bound."""
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 256, (6, 150, 130), dtype=np.uint8)
+    faces = np.concatenate([base, np.clip(base.astype(int) + rng.integers(-20, 21, base.shape), 0, 255).astype(np.uint8)])
+    H = portcv.to_numpy(recognize.lbp_histograms(faces))  # (12, 7, 7, 59) uint16
+    w = recognize.AHONEN_WEIGHTS_7X7
+    D, F = recognize.chi_square(H, H, weights=w, max_count=18 * 21)
+    assert F == 20
+    S = H.reshape(12, 1, 49, 59).astype(np.float64)
+    M = H.reshape(1, 12, 49, 59).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(S + M > 0, (S - M) ** 2 / (S + M), 0.0)
+    ref = (t.sum(-1) * w.reshape(-1)).sum(-1)
+    bound = 2.0**-F * ((S + M > 0).sum(-1) * w.reshape(-1)).sum(-1)
+    err = ref - D * 2.0**-F
+    assert (err > -1e-9).all() and (err < bound + 1e-9).all()
+    assert bound.max() < 56 * 59 * 2.0**-20
+    idx, _ = recognize.nearest(H, H[::-1].copy(), weights=w, max_count=18 * 21)
+    fl = ref[:, ::-1]
+    order = np.argsort(fl, axis=1, kind="stable")
+    gap = np.take_along_axis(fl, order[:, 1:2], 1) - np.take_along_axis(fl, order[:, :1], 1)
+    clear = gap[:, 0] > bound.max()
+    np.testing.assert_array_equal(idx[clear, 0], order[clear, 0])
+
+
+def test_extreme_histograms_do_not_overflow():
+    n = 32767
+    a = np.zeros((1, 49, 243), np.uint16)
+    b = np.zeros((2, 49, 243), np.uint16)
+    a[..., 0] = n
+    b[0, :, 1] = n
+    b[1, :, 0] = n
+    D, F = recognize.chi_square(a, b, weights=np.full(49, 255), max_count=n)
+    assert F == 15
+    # each region: n**2/n + n**2/n = 2n exactly: D = 255 * 49 * 2n * 2**F
+    assert D.tolist() == [[255 * 49 * 2 * n * 2**F, 0]]
+
+
+def test_constructed_ties_go_to_the_smaller_index(backend):
+    rng = np.random.default_rng(0)
+    G = rng.integers(0, 50, (40, 4, 9)).astype(np.uint16)
+    G[[5, 17, 33]] = G[29]  # four identical rows
+    q = G[29].copy()
+    idx, D = on_backend(backend, recognize.nearest, q, G, k=4)
+    assert portcv.to_numpy(idx).tolist() == [5, 17, 29, 33]
+    assert portcv.to_numpy(D).tolist() == [0, 0, 0, 0]
+
+
+def test_ahonen_weights():
+    w = recognize.AHONEN_WEIGHTS_7X7
+    assert w.shape == (7, 7) and int(w.sum()) == 56 and set(np.unique(w).tolist()) == {0, 1, 2, 4}
+    assert not w.flags.writeable
+
+
+def test_bad_input():
+    G = np.zeros((3, 4, 5), np.uint16)
+    with pytest.raises(TypeError, match="query"):
+        recognize.chi_square(np.zeros((4, 5), np.float32), G)
+    with pytest.raises(TypeError, match="gallery"):
+        recognize.nearest(np.zeros((4, 5), np.uint16), "faces")
+    with pytest.raises(ValueError, match="mismatched histogram lengths"):
+        recognize.chi_square(np.zeros((4, 6), np.uint16), G)
+    with pytest.raises(ValueError, match="mismatched histogram lengths"):
+        recognize.nearest(np.zeros((2, 3, 5), np.uint16), G)
+    with pytest.raises(ValueError, match="gallery"):
+        recognize.nearest(np.zeros((4, 5), np.uint16), np.zeros((0, 4, 5), np.uint16))
+    with pytest.raises(ValueError, match="weights"):
+        recognize.chi_square(np.zeros((4, 5), np.uint16), G, weights=[1, 2, 3])
+    with pytest.raises(ValueError, match="weights"):
+        recognize.chi_square(np.zeros((4, 5), np.uint16), G, weights=[1, 2, 3, 256])
+    with pytest.raises(TypeError, match="weights"):
+        recognize.chi_square(np.zeros((4, 5), np.uint16), G, weights=[1.5, 2, 3, 4])
+    with pytest.raises(ValueError, match="k"):
+        recognize.nearest(np.zeros((4, 5), np.uint16), G, k=4)
+    with pytest.raises(ValueError, match="max_count"):
+        recognize.chi_square(np.zeros((4, 5), np.uint16), G, max_count=40000)

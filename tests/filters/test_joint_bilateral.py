@@ -73,11 +73,11 @@ def test_joint_bilateral_same_bits_on_every_backend(backend, data, window, norm,
 
 
 def test_wide_accumulator_same_bits(backend):
-    """A 31 x 31 square has 961 offsets: the int64 accumulator (vs int32 up to 256 offsets)."""
+    """A 17 x 17 square has 289 offsets: the int64 accumulator (int32 up to 256 offsets)."""
     assert accumulator_is_wide(961, 255) and accumulator_is_wide(257, 255) and not accumulator_is_wide(256, 255)
     rng = np.random.default_rng(5)
     joint, src = rng.integers(0, 256, (20, 23, 3), dtype=np.uint8), rng.integers(0, 256, (20, 23), dtype=np.uint8)
-    matches_numpy(backend, joint_bilateral, joint, src, 31, 30.0, 9.0, window="square")
+    matches_numpy(backend, joint_bilateral, joint, src, 17, 30.0, 9.0, window="square")
 
 
 # --------------------------------------------------------------------------------------------

@@ -298,7 +298,7 @@ def joint_bilateral(
     >>> guide = np.array([[10, 10, 200, 200]] * 3, np.uint8)
     >>> src = np.array([[0, 60, 120, 180]] * 3, np.uint8)
     >>> portcv.to_numpy(portcv.filters.joint_bilateral(guide, src, 3, 20.0, 2.0))[1]
-    array([ 36,  24, 156, 144], dtype=uint8)
+    array([ 23,  45, 135, 157], dtype=uint8)
     """
     guide, values, gc, vc = guided_pair(joint, src, "joint", "src", channel_axis)
     if vc and not 1 <= values.shape[-1] <= 4:

@@ -160,3 +160,27 @@ def test_inputs_are_not_modified_or_aliased():
     assert_same_bits(d0, d)
     assert_same_bits(c0, c)
     assert not np.shares_memory(out, d)
+
+
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype")
+def test_uint16_depth_needs_64_bit_integers_on_jax():
+    from ..helpers import jax_without_x64
+
+    with jax_without_x64(), pytest.raises(RuntimeError, match="jax_enable_x64"):
+        dcbf(np.full((5, 6), 900, np.uint16), np.zeros((5, 6), np.uint8), 3)
+
+
+@given(data=depth_maps(max_h=30, max_w=20), band=st.sampled_from([1, 9, 50]))
+def test_numpy_bands_equal_the_portable_code(data, band):
+    """DCBF through NumPy's banded override (holes, both dtypes): the portable code's bits."""
+    from portcv.filters import _bilateral
+
+    depth, color, unknown = data
+    old, _bilateral.NUMPY_BAND = _bilateral.NUMPY_BAND, band
+    try:
+        for update in ("holes", "all"):
+            portable = on_backend("numpy:readonly", dcbf, depth, color, 7, 2.0, 15.0, unknown=unknown, update=update)
+            assert_same_bits(portable, on_backend("numpy", dcbf, depth, color, 7, 2.0, 15.0, unknown=unknown,
+                                                  update=update))
+    finally:
+        _bilateral.NUMPY_BAND = old

@@ -80,6 +80,20 @@ def test_wide_accumulator_same_bits(backend):
     matches_numpy(backend, joint_bilateral, joint, src, 17, 30.0, 9.0, window="square")
 
 
+@given(data=guided(max_h=30, max_w=20), d=st.integers(1, 9), band=st.sampled_from([1, 7, 40]))
+def test_numpy_bands_equal_the_portable_code(data, d, band):
+    """NumPy's override works by bands of rows (each with its halo): the portable code's bits."""
+    from portcv.filters import _bilateral
+
+    joint, src, _ = data
+    old, _bilateral.NUMPY_BAND = _bilateral.NUMPY_BAND, band
+    try:
+        portable = on_backend("numpy:readonly", joint_bilateral, joint, src, d, 15.0, 2.5)
+        assert_same_bits(portable, on_backend("numpy", joint_bilateral, joint, src, d, 15.0, 2.5))
+    finally:
+        _bilateral.NUMPY_BAND = old
+
+
 # --------------------------------------------------------------------------------------------
 # naive oracle
 # --------------------------------------------------------------------------------------------

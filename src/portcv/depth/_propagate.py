@@ -92,12 +92,13 @@ def _zbuffer_jax_compiled(slots: int) -> Any:
 # Projection kernels: one (dest, key) per source pixel
 # --------------------------------------------------------------------------------------------
 @kernel("depth_project")
-def project_kernel(xp: Any, depth: Any, *, matrix: tuple, dst_shape: tuple[int, int], unknown: int,
+def project_kernel(xp: Any, depth: Any, matrix: Any, *, dst_shape: tuple[int, int], unknown: int,
                    max_depth: int) -> tuple[Any, Any]:
     """Per source pixel ``(u, v)`` with depth ``Z != unknown``: ``[a, b, c] = M_q [uZ, vZ, Z, 1]``
     (int64), target ``u' = (2a + c) // (2c)``, ``v' = (2b + c) // (2c)`` (round half up; ``c > 0``),
     depth ``z' = (c + 2**19) >> 20``; a source behind the camera, outside the target, or whose
-    ``z'`` is not in ``1 .. max_depth`` or is ``unknown`` goes to the dump slot."""
+    ``z'`` is not in ``1 .. max_depth`` or is ``unknown`` goes to the dump slot. ``M_q`` (int64,
+    3 x 4) is an array, not a static parameter: a moving camera compiles nothing new under JAX."""
     height, width = depth.shape
     dh, dw = dst_shape
     z = xp.reshape(xp.astype(depth, xp.int64), (-1,))
@@ -106,7 +107,7 @@ def project_kernel(xp: Any, depth: Any, *, matrix: tuple, dst_shape: tuple[int, 
     uz, vz = u * z, v * z
     rows = []
     for r in range(3):
-        m0, m1, m2, m3 = matrix[r]
+        m0, m1, m2, m3 = (matrix[r, k] for k in range(4))
         rows.append(uz * m0 + vz * m1 + z * m2 + m3)
     a, b, c = rows
     in_front = c > 0
@@ -256,7 +257,9 @@ def _propagate(depth: Any, color: Any, K_src: Any, K_dst: Any, R: Any, t: Any, d
     matrix = projection_matrix(K_src, K_dst, R, t)
     _check_bound(matrix, tuple(depth.shape), max_depth)
     require_dtype(backend().xp.zeros((1,), dtype=backend().xp.int64), "int64", "depth propagation")
-    dest_key = project_kernel(depth, matrix=matrix, dst_shape=dst_shape, unknown=unknown, max_depth=max_depth)
+    xp = backend().xp
+    dest_key = project_kernel(depth, xp.asarray(np.array(matrix, dtype=np.int64)), dst_shape=dst_shape,
+                              unknown=unknown, max_depth=max_depth)
     return _run(depth, dest_key, color, slots=dst_shape[0] * dst_shape[1], depth_of_key=(0, 1), unknown=unknown,
                 fill=fill, dst_shape=dst_shape)
 

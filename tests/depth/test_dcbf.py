@@ -23,7 +23,8 @@ norms = st.sampled_from(["l1", "l2"])
 dcbf_borders = st.sampled_from(["reflect101", "replicate", "constant"])
 sigmas = st.sampled_from([0.7, 3.0, 20.0])
 # JAX compiles each (shape, window) pair: these few cases.
-JAX_CASES = [((9, 13), (9, 13, 3), 5, np.uint8), ((2, 8, 7), (2, 8, 7), 3, np.uint16), ((10, 6), (10, 6), 7, np.uint8)]
+JAX_CASES = [((9, 13), (9, 13, 3), 5, np.uint8, "square", "l1"), ((2, 8, 7), (2, 8, 7), 3, np.uint16, "disk", "l1"),
+             ((10, 6), (10, 6, 3), 7, np.uint8, "square", "l2")]
 
 
 @st.composite
@@ -56,7 +57,7 @@ def motorcycle_depth():
 @given(data=st.data(), window=windows, update=updates, norm=norms, ss=sigmas, sc=sigmas)
 def test_dcbf_same_bits_on_every_backend(backend, data, window, update, norm, ss, sc):
     if backend == "jax":
-        dshape, cshape, k, dtype = data.draw(st.sampled_from(JAX_CASES))
+        dshape, cshape, k, dtype, window, norm = data.draw(st.sampled_from(JAX_CASES))
         rng = np.random.default_rng(data.draw(st.integers(0, 99)))
         depth = np.where(rng.random(dshape) < 0.3, 0, rng.integers(1, 200, dshape)).astype(dtype)
         color, unknown, border = rng.integers(0, 256, cshape, dtype=np.uint8), 0, "reflect101"

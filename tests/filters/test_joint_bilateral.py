@@ -22,7 +22,8 @@ norms = st.sampled_from(["l1", "l2"])
 bilateral_borders = st.sampled_from(["reflect101", "replicate", "constant"])
 sigmas = st.sampled_from([0.5, 3.0, 12.5, 40.0])
 # JAX compiles every (shape, window) pair: its examples come from these few.
-JAX_CASES = [((9, 13), (9, 13), 3), ((2, 7, 6, 3), (2, 7, 6), 5), ((8, 11, 3), (8, 11, 3), 3)]
+JAX_CASES = [((9, 13), (9, 13), 3, "disk", "l1"), ((2, 7, 6, 3), (2, 7, 6), 5, "square", "l1"),
+             ((8, 11, 3), (8, 11, 3), 3, "disk", "l2")]
 
 
 @st.composite
@@ -57,7 +58,7 @@ def motorcycle():
 @given(data=st.data(), window=windows, norm=norms, sc=sigmas, ss=sigmas)
 def test_joint_bilateral_same_bits_on_every_backend(backend, data, window, norm, sc, ss):
     if backend == "jax":
-        gshape, vshape, d = data.draw(st.sampled_from(JAX_CASES))
+        gshape, vshape, d, window, norm = data.draw(st.sampled_from(JAX_CASES))
         rng = np.random.default_rng(data.draw(st.integers(0, 99)))
         joint, src = rng.integers(0, 256, gshape, dtype=np.uint8), rng.integers(0, 256, vshape, dtype=np.uint8)
         border, ss = "reflect101", 2.0  # the window's taps are static: one compilation per case and window
@@ -74,6 +75,9 @@ def test_joint_bilateral_same_bits_on_every_backend(backend, data, window, norm,
 
 def test_wide_accumulator_same_bits(backend):
     """A 17 x 17 square has 289 offsets: the int64 accumulator (int32 up to 256 offsets)."""
+    if backend == "jax":
+        pytest.skip("289 unrolled offsets take JAX a minute to compile; JAX's int64 sums are tested by "
+                    "uint16 DCBF (tests/depth/test_dcbf.py)")
     assert accumulator_is_wide(961, 255) and accumulator_is_wide(257, 255) and not accumulator_is_wide(256, 255)
     rng = np.random.default_rng(5)
     joint, src = rng.integers(0, 256, (20, 23, 3), dtype=np.uint8), rng.integers(0, 256, (20, 23), dtype=np.uint8)

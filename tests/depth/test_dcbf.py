@@ -185,3 +185,13 @@ def test_numpy_bands_equal_the_portable_code(data, band):
                                                   update=update))
     finally:
         _bilateral.NUMPY_BAND = old
+
+
+def test_without_holes_dcbf_is_the_joint_bilateral_filter_opencv_agrees_with():
+    """On a complete map, ``dcbf(update="all", window="disk")`` is ``joint_bilateral`` (the filter
+    compared with cv2.ximgproc.jointBilateralFilter) with the same window and sigmas."""
+    left, d8 = motorcycle_depth()
+    complete = np.maximum(d8[100:220, 200:380], 1)
+    guide = np.minimum(left[100:220, 200:380], 254)
+    ours = dcbf(complete, guide, 11, 5.0, 25.0, window="disk", update="all")
+    assert_same_bits(portcv.filters.joint_bilateral(guide, complete, 11, 25.0, 5.0), ours)

@@ -112,11 +112,11 @@ def bilateral_kernel(
     their spatial weights ``spatial`` (int32 array, ``Ws`` per offset), one exact division.
 
     The weights and the range table are arrays, not static parameters, so a new sigma
-    compiles nothing new under JAX (only a new window shape does). Per offset: ``delta`` (colour distance of the guide, int32), ``Wr = table[delta]``,
-    ``w = (Ws Wr + 2**14) >> 15`` (``Ws Wr <= 2**30``: int32), ``w = 0`` where the neighbour's
-    value is ``hole``; ``N += w v`` (int32 or, ``wide``, int64), ``W += w``. Then
-    ``out = (N + W // 2) // W`` (round half up); ``W = 0`` gives ``hole``; ``keep_known`` keeps
-    every value that is not ``hole``.
+    compiles nothing new under JAX (only a new window shape does). Per offset: ``delta``
+    (colour distance of the guide, int32), ``Wr = table[delta]``, ``w = (Ws Wr + 2**14) >> 15``
+    (``Ws Wr <= 2**30``: int32), ``w = 0`` where the neighbour's value is ``hole``; ``N += w v``
+    (int32 or, ``wide``, int64), ``W += w``. Then ``out = (N + W // 2) // W`` (round half up);
+    ``W = 0`` gives ``hole``; ``keep_known`` keeps every value that is not ``hole``.
     """
     gy, gx = (-3, -2) if guide_channels else (-2, -1)
     vy, vx = (-3, -2) if value_channels else (-2, -1)

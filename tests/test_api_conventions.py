@@ -36,7 +36,12 @@ NOT_IMAGE_FIRST = {
     "sqeuclidean", "cdist", "nearest", "quantize_features",  # distance: feature matrices (F, D), x
     "chi_square",  # recognize: (query, gallery) histograms (and nearest, above)
     "convolve3d", "fft_error_bound", "quantize_kernel", "gabor_kernel3d",  # volume: video, shapes, kernels
+    "joint_bilateral",  # filters: (joint, src, d, sigma_color, sigma_space), OpenCV's jointBilateralFilter order
+    "dcbf", "propagate", "propagate_color", "warp_disparity",  # depth: depth (or disparity) maps first
 }
+#: Optional parameters that may be positional: the issue's signature of Lin et al.'s DCBF
+#: (``dcbf(depth, color, ksize=11, sigma_space=3.0, sigma_color=20.0, *, ...)``).
+POSITIONAL_DEFAULTS = {"dcbf": ("ksize", "sigma_space", "sigma_color")}
 
 
 def test_every_domain_is_walked():
@@ -53,7 +58,8 @@ def test_public_function_conventions(module, name, fn):
         assert takes_image, f"{module}.{name}: the image comes first and is called `image`"
     for p in params:
         if (p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.KEYWORD_ONLY
-                and p.name not in ("height", "width")):  # sizes read like np.zeros's shape
+                and p.name not in ("height", "width")  # sizes read like np.zeros's shape
+                and p.name not in POSITIONAL_DEFAULTS.get(name, ())):
             pytest.fail(f"{module}.{name}: optional parameter {p.name!r} must be keyword-only")
     doc = inspect.getdoc(fn) or ""
     assert "Examples" in doc, f"{module}.{name}: docstring lacks Examples"

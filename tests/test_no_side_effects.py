@@ -32,6 +32,7 @@ POSITIONS = np.array([3, 40, 41, 500], np.int32)
 RECTS = np.array([[5, 5, 10, 10], [6, 5, 10, 10], [30, 20, 8, 8]], np.int32)
 MASK = np.full((6, 6, 3), 255, np.uint8)
 FEATURES = GRAY[:6, :16].copy()
+K_CAM = np.array([[50.0, 0, 26], [0, 50.0, 20], [0, 0, 1]])
 
 
 def _diffs():
@@ -58,6 +59,12 @@ CALLS = {
     "distance.cdist": (lambda f, d: portcv.distance.cdist(f, d, "sqeuclidean"), (FEATURES, FEATURES[::-1].copy())),
     "distance.nearest": (lambda f, d: portcv.distance.nearest(f, d, k=2), (FEATURES, FEATURES[::-1].copy())),
     "distance.quantize_features": (lambda x: portcv.distance.quantize_features(x, 0.5), (FEATURES.astype(np.float32),)),
+    "depth.dcbf": (lambda d, c: portcv.depth.dcbf(d, c, 5), (np.where(GRAY > 100, GRAY, 0).astype(np.uint8), RGB)),
+    "depth.propagate": (lambda d: portcv.depth.propagate(d, K_CAM, K_CAM, np.eye(3), [-2.0, 0, 0], (40, 52)),
+                        (np.maximum(GRAY, 1),)),
+    "depth.propagate_color": (lambda d, c: portcv.depth.propagate_color(d, c, K_CAM, K_CAM, np.eye(3), [-2.0, 0, 0],
+                                                                        (40, 52)), (np.maximum(GRAY, 1), RGB)),
+    "depth.warp_disparity": (lambda d, c: portcv.depth.warp_disparity(d, color=c), (GRAY, RGB)),
     "draw.heatmap": (portcv.draw.heatmap, (RGB, np.roll(RGB, 1, axis=0))),
     "draw.noise_map": (portcv.draw.noise_map, (RGB, np.roll(RGB, 1, axis=0))),
     "draw.noise_map_from_positions": (lambda i, p: portcv.draw.noise_map_from_positions(i, p, 4), (RGB, POSITIONS)),
@@ -77,6 +84,7 @@ CALLS = {
     "filters.sobel": (lambda i: portcv.filters.sobel(i, 1, 0), (RGB,)),
     "filters.gradients": (portcv.filters.gradients, (RGB,)),
     "filters.median_filter": (lambda i: portcv.filters.median_filter(i, 3), (RGB,)),
+    "filters.joint_bilateral": (lambda j, s: portcv.filters.joint_bilateral(j, s, 5, 20.0, 2.0), (RGB, GRAY)),
     "motion.difference": (portcv.motion.difference, (EDGES, EDGES2)),
     "motion.density": (lambda d: portcv.motion.density(d, grid=(3, 4)), (EDGES,)),
     "motion.regions": (lambda c: portcv.motion.regions(c, shape=(40, 52)), (np.arange(12, dtype=np.int32).reshape(3, 4),)),

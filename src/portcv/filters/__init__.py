@@ -10,6 +10,7 @@ leading axes are a batch.
 from __future__ import annotations
 
 from .._border import BORDERS
+from ._bilateral import joint_bilateral
 from ._convolve import convolve2d
 from ._gaussian import gaussian_blur, gaussian_kernel, gaussian_taps_q8
 from ._gradients import gradients, sobel
@@ -28,4 +29,5 @@ __all__ = [
     "sobel",
     "gradients",
     "median_filter",
+    "joint_bilateral",
 ]

@@ -16,8 +16,22 @@ use (``pip install 'portcv[distributed]'``). ``docs/distributed.md`` is the guid
 
 from __future__ import annotations
 
+from typing import Any
+
+from ._cluster import local_cluster, worker_backend
 from ._ops import GLOBAL_OPS, TILEABLE, halo
 from ._tiles import RechunkWarning, filter_image, filter_store
+from ._videos import (
+    FacesSpec,
+    MotionSpec,
+    VideoRun,
+    faces,
+    frame_table,
+    map_videos,
+    motion,
+    process_video,
+    segment_bounds,
+)
 
 __all__ = [
     "halo",
@@ -26,4 +40,25 @@ __all__ = [
     "RechunkWarning",
     "TILEABLE",
     "GLOBAL_OPS",
+    "local_cluster",
+    "PortcvWorker",
+    "worker_backend",
+    "map_videos",
+    "process_video",
+    "motion",
+    "faces",
+    "MotionSpec",
+    "FacesSpec",
+    "VideoRun",
+    "frame_table",
+    "segment_bounds",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # PortcvWorker derives from distributed's WorkerPlugin: made (importing distributed) on first use.
+    if name == "PortcvWorker":
+        from . import _cluster
+
+        return _cluster.PortcvWorker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

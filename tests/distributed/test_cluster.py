@@ -207,3 +207,33 @@ def test_filter_image_computes_on_the_cluster(client):
     with portcv.using("numpy"):
         whole = portcv.to_numpy(portcv.edges.detect(portcv.color.rgb_to_gray(img), 40, 80))
     assert np.array_equal(got, whole)
+
+
+def test_cli_motion_and_faces_run_on_the_cluster(client, clips, tmp_path, capsys):
+    from portcv.cli import main
+
+    address = client.scheduler.address
+    args = ["--t-low", "70", "--t-high", "80", "--beta", "2", "--grid", "3x4", "--no-progress"]
+    assert main(["motion", "--cluster", address, *args, *clips[:3]]) == 0
+    out = capsys.readouterr().out
+    expected = serial(SPEC, clips[:3])
+    for p in clips[:3]:
+        moving = int(expected[p].value["regions"].reshape(expected[p].frames - 1, -1).any(axis=1).sum())
+        assert f"{p}: {expected[p].frames} frames" in out and f"motion in {moving} of" in out
+    assert "3 of 3 files done" in out
+    missing = str(tmp_path / "none.mp4")
+    assert main(["motion", "--cluster", address, *args, "--out", str(tmp_path / "res"), clips[0], missing]) == 1
+    captured = capsys.readouterr()
+    assert f"{missing}: error" in captured.out and (tmp_path / "res" / "clip0.npz").is_file()
+    pytest.importorskip("cv2")
+    assert main(["faces", "--cluster", address, "--min-size", "8", "--no-progress", clips[0]]) == 0
+    assert "detections in" in capsys.readouterr().out
+
+
+def test_cli_refuses_several_sources_without_a_cluster(capsys, clips):
+    from portcv.cli import main
+
+    assert main(["motion", clips[0], clips[1]]) == 2
+    assert "--cluster" in capsys.readouterr().err
+    assert main(["faces", "--segment-frames", "5", clips[0]]) == 2
+    assert "--segment-frames needs --cluster" in capsys.readouterr().err

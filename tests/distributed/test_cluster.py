@@ -21,27 +21,11 @@ from distributed import Client  # noqa: E402
 
 import portcv.distributed as pdist  # noqa: E402
 
+from .clips import SPEC, same_value, write_clip  # noqa: E402
+
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(300)]
 
 GATHER = 120  # seconds
-SPEC = pdist.motion(t_low=70, t_high=80, beta=2, grid=(3, 4))
-
-
-def write_clip(path, frames, gop=None):
-    """An H.264 (or MPEG-4) file written with PyAV; ``gop``: a keyframe every ``gop`` frames."""
-    height, width = frames.shape[1:3]
-    with av.open(str(path), "w") as container:
-        codec = "libx264" if "libx264" in av.codecs_available else "mpeg4"
-        stream = container.add_stream(codec, rate=25)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        if gop is not None:
-            stream.options = {"g": str(gop), "keyint_min": str(gop), "sc_threshold": "0"}
-        for frame in frames:
-            for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    return str(path)
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +53,6 @@ def client():
 
 def serial(spec, paths, **kw):
     return {r.path: r for r in pdist.map_videos(spec, paths, client=None, progress=False, **kw)}
-
-
-def same_value(a, b):
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in a)
-    return len(a) == len(b) and all(x[0] == y[0] and np.array_equal(x[1], y[1]) and np.array_equal(x[2], y[2])
-                                    for x, y in zip(a, b))
 
 
 def test_workers_run_the_plugin_backend(client):

@@ -176,6 +176,27 @@ def test_tiled_equals_one_call(name, data):
     _assert_same(expected, _tiled(name, arrays, chunks, **params))
 
 
+@pytest.mark.parametrize("name", sorted(_ops.TILEABLE))
+@settings(max_examples=max(EXAMPLES // 3, 5), deadline=None)
+@given(data=st.data())
+def test_tiled_on_the_gpu_equals_numpy(backend, name, data):
+    """Every op's CuPy tiles (CuPy chunks in, CuPy chunks out) equal NumPy's one call."""
+    if backend != "cupy":
+        pytest.skip("CuPy tiles only: NumPy is covered by test_tiled_equals_one_call, JAX (a compile per tile "
+                    "shape on the CPU) by test_tiles_on_each_backend_equal_numpy")
+    import cupy
+
+    arrays, params = data.draw(_case(name))
+    chunks = _chunks(data.draw, arrays[0].shape)
+    expected = _whole(name, arrays, params)
+    lazy = [da.from_array(a, chunks=chunks).map_blocks(cupy.asarray) for a in arrays]
+    out = pdist.filter_image(tuple(lazy) if len(lazy) > 1 else lazy[0], name, backend=backend, **params)
+    outs = out if isinstance(out, tuple) else (out,)
+    got = [o.compute() for o in outs]
+    assert all(isinstance(g, cupy.ndarray) for g in got)
+    _assert_same(expected, [cupy.asnumpy(g) for g in got])
+
+
 CHAINS = [
     lambda d: [("filters.gaussian_blur", {"ksize": d.draw(st.sampled_from([3, 5])), "sigma": 0}),
                ("edges.detect", {"t_low": d.draw(st.integers(20, 120)), "t_high": d.draw(st.integers(40, 200)),
@@ -306,6 +327,24 @@ def test_cupy_chunks_stay_cupy():
     got = out.compute()
     assert isinstance(got, cupy.ndarray)
     _assert_same(_whole("filters.gaussian_blur", [img], {"ksize": 5, "sigma": 1.0}), [cupy.asnumpy(got)])
+    default = pdist.filter_image(lazy, "median_filter", ksize=5).compute()  # CuPy chunks run on CuPy
+    assert isinstance(default, cupy.ndarray)
+    _assert_same(_whole("filters.median_filter", [img], {"ksize": 5}), [cupy.asnumpy(default)])
+
+
+def test_filter_store_on_cupy_writes_host_arrays(tmp_path):
+    try:
+        portcv.backends.get("cupy")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(f"CuPy/GPU unavailable: {exc}")
+    zarr = pytest.importorskip("zarr")
+    img = _scene(300, 260)
+    src = zarr.create_array(str(tmp_path / "in.zarr"), shape=img.shape, chunks=(64, 64, 3), dtype="uint8")
+    src[:] = img
+    chain = [("color.rgb_to_gray", {}), ("filters.gaussian_blur", {"ksize": 5, "sigma": 0}),
+             ("edges.detect", {"t_low": 40, "t_high": 80})]
+    out = pdist.filter_store(src, str(tmp_path / "out.zarr"), chain, tile=128, backend="cupy")
+    _assert_same(_whole(chain, [img]), [out[:]])
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from .. import _validate
+from ..backends import backend as backend_now
 from ..backends import owner_of, to_numpy, using
 from ._ops import Halo, Stage, chain_halo, resolve_chain
 
@@ -108,11 +109,14 @@ def _tile(*blocks: Any, stages: list[Stage], chan: bool, out_chan: bool, several
     for axis, (before, after) in zip(_spatial(ndim, chan), depth):
         i, n = info["chunk-location"][axis], info["num-chunks"][axis]
         cut.append((before if i > 0 else 0, after if i < n - 1 else 0))
+    owner = owner_of(blocks[0])
+    if backend is None and owner is not None and not isinstance(blocks[0], np.ndarray) \
+            and not backend_now().owns(blocks[0]):
+        backend = owner.name  # device chunks (CuPy) compute where they are, not through the host
     context = using(backend) if backend is not None else contextlib.nullcontext()
     with context:
         out, _ = run_chain(stages, blocks, chan)
     outs = out if isinstance(out, tuple) else (out,)
-    owner = owner_of(blocks[0])
     kept = [_trim(o, out_chan, tuple(cut)) for o in outs]  # type: ignore[arg-type]
     kept = [owner.asarray(k) if owner is not None else to_numpy(k) for k in kept]
     if several:
@@ -188,8 +192,9 @@ def filter_image(image: Any, op: Any, /, *, backend: str | None = None, allow_re
         fused into one task per tile: intermediates never leave the worker.
     backend : str, optional
         Backend the chain runs on inside each task (default: the active backend where the task
-        runs, i.e. the worker's ``portcv.use`` default). The result keeps the chunk type:
-        NumPy chunks give NumPy chunks, CuPy chunks CuPy chunks.
+        runs, i.e. the worker's ``portcv.use`` default; device chunks such as CuPy's run on their
+        own backend). The result keeps the chunk type: NumPy chunks give NumPy chunks, CuPy
+        chunks CuPy chunks.
     allow_rechunk : bool
         Chunks smaller than the halo (or than 2 pixels) along a spatial axis are joined with
         their neighbours, with a :class:`RechunkWarning`; ``False`` raises instead.

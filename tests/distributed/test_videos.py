@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -72,6 +73,8 @@ def test_serial_map_videos_keeps_errors_and_runs_any_callable(clip, tmp_path):
     runs = list(pdist.map_videos(frame_count, [clip, str(tmp_path / "nope.mp4")], client=None, progress=False))
     assert isinstance(runs[0], pdist.VideoRun) and runs[0].value == 23 and runs[0].error is None
     assert runs[1].error.startswith("VideoError") and runs[1].value is None
+    saved = list(pdist.map_videos(SPEC, [clip, clip], client=None, out=tmp_path / "res", progress=False))
+    assert sorted(Path(r.value).name for r in saved) == ["gop5-2.npz", "gop5.npz"]
     seg = list(pdist.map_videos(SPEC, [clip], client=None, segment_frames=6, progress=False))[0]
     assert seg.segments == 3 and seg.frames == 23
     with pytest.raises(ValueError, match="segment_frames needs"):

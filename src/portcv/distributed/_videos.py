@@ -310,7 +310,7 @@ def _video_task(job: tuple) -> dict:
         value = process_video(path, spec, backend=backend, start=start, stop=stop)
         frames = _count(value)
         if out is not None:
-            value = _save(value, Path(out) / Path(str(path)).stem)
+            value = _save(value, Path(out))
         return {"value": value, "frames": frames, "seconds": time.perf_counter() - t0, "error": None}
     except Exception as exc:  # noqa: BLE001 - recorded per file (errors='keep')
         return {"value": None, "frames": 0, "seconds": time.perf_counter() - t0,
@@ -380,7 +380,8 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
         results are joined, equal to the whole file's.
     out : str or Path, optional
         A folder: each file's result is written there (``<stem>.npz``, or ``.pkl`` for other
-        values) and ``VideoRun.value`` is that path. Without segments the worker writes it.
+        values; ``<stem>-2`` for a second file of the same stem) and ``VideoRun.value`` is that
+        path. Without segments the worker writes it.
     errors : {'keep', 'raise'}
         ``'keep'``: a file that fails gives a :class:`VideoRun` with ``error`` set, the others go
         on. ``'raise'``: the first failure raises ``RuntimeError`` naming the file.
@@ -404,13 +405,14 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
         if int(segment_frames) < 2:
             raise ValueError(f"segment_frames must be at least 2, got {segment_frames}")
     paths = list(paths)
+    targets = _targets(paths, out)
     from ._tiles import _bar, _default_client
 
     client = _default_client(client)
     bar = _bar(len(paths), "videos") if progress else None
     try:
-        runs = (_serial(spec, paths, segment_frames, out, backend) if client is None
-                else _on_cluster(client, spec, paths, segment_frames, out, backend, timeout))
+        runs = (_serial(spec, paths, segment_frames, targets, backend) if client is None
+                else _on_cluster(client, spec, paths, segment_frames, targets, backend, timeout))
         for run in runs:
             if bar is not None:
                 bar.update(1)
@@ -420,6 +422,19 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
     finally:
         if bar is not None:
             bar.close()
+
+
+def _targets(paths: list, out: Any) -> list:
+    """Per file, where its result goes (``out/<stem>``, ``out/<stem>-<n>`` for a repeated stem), or None."""
+    if out is None:
+        return [None] * len(paths)
+    seen: dict[str, int] = {}
+    targets = []
+    for path in paths:
+        stem = Path(str(path)).stem
+        seen[stem] = seen.get(stem, 0) + 1
+        targets.append(str(Path(out) / (stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")))
+    return targets
 
 
 def _finish(path: Any, spec: Any, parts: list[dict], out: Any, merged_here: bool) -> VideoRun:
@@ -432,14 +447,14 @@ def _finish(path: Any, spec: Any, parts: list[dict], out: Any, merged_here: bool
         return VideoRun(path, p["value"], p["frames"], seconds, None, 1)
     value = spec.merge([p["value"] for p in parts])
     if out is not None and merged_here:
-        value_out = _save(value, Path(out) / Path(str(path)).stem)
+        value_out = _save(value, Path(out))
     else:
         value_out = value
     return VideoRun(path, value_out, _count(value), seconds, None, len(parts))
 
 
-def _serial(spec: Any, paths: list, segment_frames: Any, out: Any, backend: Any) -> Iterator[VideoRun]:
-    for path in paths:
+def _serial(spec: Any, paths: list, segment_frames: Any, targets: list, backend: Any) -> Iterator[VideoRun]:
+    for path, out in zip(paths, targets):
         if segment_frames is None:
             yield _finish(path, spec, [_video_task((path, spec, backend, None, None, out))], out, False)
             continue
@@ -451,13 +466,14 @@ def _serial(spec: Any, paths: list, segment_frames: Any, out: Any, backend: Any)
         yield _finish(path, spec, parts, out, True)
 
 
-def _on_cluster(client: Any, spec: Any, paths: list, segment_frames: Any, out: Any, backend: Any,
+def _on_cluster(client: Any, spec: Any, paths: list, segment_frames: Any, targets: list, backend: Any,
                 timeout: Any) -> Iterator[VideoRun]:
     from distributed import as_completed
 
     owner: dict[str, tuple] = {}  # future key -> (file number, segment number or None)
     if segment_frames is None:
-        futures = client.map(_video_task, [(p, spec, backend, None, None, out) for p in paths], pure=False, retries=1)
+        futures = client.map(_video_task, [(p, spec, backend, None, None, t) for p, t in zip(paths, targets)],
+                             pure=False, retries=1)
         for i, f in enumerate(futures):
             owner[f.key] = ("run", i, 0)
         pending = {i: 1 for i in range(len(paths))}
@@ -484,5 +500,5 @@ def _on_cluster(client: Any, spec: Any, paths: list, segment_frames: Any, out: A
         parts[i][k] = result
         if len(parts[i]) == pending[i]:
             ordered = [parts[i][j] for j in range(pending[i])]
-            yield _finish(paths[i], spec, ordered, out, segment_frames is not None)
+            yield _finish(paths[i], spec, ordered, targets[i], segment_frames is not None)
             parts[i] = {}

@@ -7,15 +7,19 @@ as dask-cuda does), so inside the worker its GPU is device 0.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
-from typing import Any
+from typing import Any, Iterator
 
-#: ``MALLOC_TRIM_THRESHOLD_`` for CPU workers. distributed's nanny sets 65536, which makes glibc
-#: return memory so eagerly that the NumPy kernels' large temporaries cost ~1.5x in page faults;
-#: 64 MiB keeps them (more memory retained per worker, the documented trade-off).
-CPU_TRIM_THRESHOLD = str(64 * 2**20)
+#: glibc malloc settings distributed's nanny puts in every worker's environment
+#: (``MALLOC_TRIM_THRESHOLD_=65536``). Setting any of them turns off glibc's dynamic mmap
+#: threshold, so every large temporary of the NumPy kernels is mmapped, faulted in and unmapped
+#: again: measured on a 2-core machine, motion over a 30-frame 640x480 clip took 0.5-0.7 s with
+#: none set, 2.3 s with a 64 MiB trim threshold and 5.0 s with 65536. portcv's workers run
+#: with glibc's defaults (the trade-off: freed memory returns to the OS later).
+MALLOC_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
 
 #: Backends that run on GPUs (one worker per device).
 GPU_BACKENDS = ("cupy",)
@@ -95,6 +99,23 @@ def worker_backend() -> str:
     return portcv.backend().name
 
 
+@contextlib.contextmanager
+def _glibc_malloc_defaults() -> Iterator[None]:
+    """Nannies made inside start their workers without distributed's malloc settings.
+
+    A nanny reads ``distributed.nanny.pre-spawn-environ`` when it is made (a ``None`` value
+    unsets a variable) and copies it into this process's environment before each spawn, so a
+    value an earlier cluster left there (distributed's own 65536) is dropped as well.
+    """
+    import dask
+
+    for name in MALLOC_VARIABLES:
+        if os.environ.get(name) == str(dask.config.get(f"distributed.nanny.pre-spawn-environ.{name}", None)):
+            os.environ.pop(name)
+    with dask.config.set({f"distributed.nanny.pre-spawn-environ.{name}": None for name in MALLOC_VARIABLES}):
+        yield
+
+
 def _visible_gpus(devices: Any) -> list[str]:
     if devices is not None:
         items = devices.split(",") if isinstance(devices, str) else [str(d) for d in devices]
@@ -124,8 +145,9 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
     GPU backends (``'cupy'``, or any backend with ``devices`` given) get one worker process per
     device, pinned by ``CUDA_VISIBLE_DEVICES``: dask-cuda's ``LocalCUDACluster`` when it is
     installed, otherwise a ``SpecCluster`` of nannies doing the same. CPU backends get one worker
-    per core with one thread each, and a higher ``MALLOC_TRIM_THRESHOLD_`` than distributed's
-    default. Every worker gets the :class:`PortcvWorker` plugin.
+    per core with one thread each. Workers start with glibc's own malloc settings, not the
+    ``MALLOC_TRIM_THRESHOLD_`` distributed sets (it makes the NumPy kernels 4-10x slower; see
+    :data:`MALLOC_VARIABLES`). Every worker gets the :class:`PortcvWorker` plugin.
 
     Parameters
     ----------
@@ -147,15 +169,14 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
     distributed.LocalCluster or distributed.SpecCluster
         Use it with ``distributed.Client(cluster)``.
     """
-    import dask
     from distributed import LocalCluster
 
     plugin = __getattr__("PortcvWorker")(backend)
     gpu = backend in GPU_BACKENDS or devices is not None
     if not gpu:
         cores = os.cpu_count() or 1
-        env = {"MALLOC_TRIM_THRESHOLD_": CPU_TRIM_THRESHOLD, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-        with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": CPU_TRIM_THRESHOLD}):
+        env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+        with _glibc_malloc_defaults():
             return LocalCluster(n_workers=n_workers or cores, threads_per_worker=threads_per_worker or 1,
                                 processes=processes, plugins={plugin}, env=env if processes else None, **kwargs)
     gpus = _visible_gpus(devices)
@@ -169,9 +190,9 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
     except ImportError:
         LocalCUDACluster = None
     if LocalCUDACluster is not None and len(set(gpus)) == len(gpus) and count == len(gpus):
-        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus), threads_per_worker=threads,
-                                   plugins={plugin}, env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, **kwargs)
-        return cluster
+        with _glibc_malloc_defaults():
+            return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpus), threads_per_worker=threads,
+                                    plugins={plugin}, env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, **kwargs)
     from distributed import Nanny, Scheduler, SpecCluster
 
     workers = {
@@ -182,4 +203,5 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
         for i in range(count)
     }
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": kwargs.get("dashboard_address", ":0")}}
-    return SpecCluster(workers=workers, scheduler=scheduler, name="portcv-gpu")
+    with _glibc_malloc_defaults():
+        return SpecCluster(workers=workers, scheduler=scheduler, name="portcv-gpu")

@@ -6,9 +6,12 @@ stream: scheduling overhead and imbalance) and ``S`` the slowdown of the mean ta
 workers against 1 (contention: memory bandwidth, decode CPU). Two workloads:
 
 * many videos: ``map_videos(motion(...))`` over ``--videos`` clips (one task per file);
-* a huge image: ``filter_store`` of a ``--image``-square zarr store, one task per ``--tile``.
+* a huge image: ``filter_store`` (Gaussian k=7 then ``edges.detect``) of a ``--image``-square zarr
+  store, one task per ``--tile``.
 
-Also: the cost of distribution (in-process serial time / 1-worker time) and the scheduler's
+Each worker gets one core (``PORTCV_NUMPY_THREADS=1``: the NumPy overrides' thread pool would
+otherwise spread one worker over every core). Also: the cost of distribution (in-process serial
+time, with the NumPy pool over every core, / 1-worker time) and the scheduler's
 overhead per task (a no-op task's wall share, and ``(n wall - busy) / tasks`` of the real runs).
 Each figure is the minimum of ``--repeat`` runs after a warm-up run; the load average of the
 machine is recorded beside it (``uptime``), since a shared machine's numbers are upper bounds.
@@ -183,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     width, height = (int(v) for v in args.size.lower().split("x"))
     folder = Path(tempfile.mkdtemp(prefix="portcv-scaleout-"))
     spec = pdist.motion(**SPEC_PARAMS)
-    inputs = {"chain": [("filters.gaussian_blur", {"ksize": 7, "sigma": 0})], "tile": args.tile,
+    # A Gaussian then an edge detector: tiles of 2048^2 take about 0.5 s on NumPy (the scheduler's
+    # few ms per task stay small beside that, as for real chains).
+    chain = [("filters.gaussian_blur", {"ksize": 7, "sigma": 0}), ("edges.detect", {"t_low": 40, "t_high": 80})]
+    inputs = {"chain": chain, "tile": args.tile,
               "out": str(folder / "out.zarr")}
     if "videos" in workloads or args.predicted_gpu:
         inputs["paths"] = write_clips(folder, args.videos, args.frames, (width, height))
@@ -195,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
         serial = min(in_process(workload, inputs, spec) for _ in range(max(1, args.repeat - 1)))
         rows = {}
         for n in workers:
-            with pdist.local_cluster("numpy", n_workers=n, threads_per_worker=1, dashboard_address=None) as cluster, \
-                    Client(cluster) as client:
+            # one core per worker (the NumPy overrides' pool too), so n workers use n cores
+            with pdist.local_cluster("numpy", n_workers=n, threads_per_worker=1, dashboard_address=None,
+                                     env={"PORTCV_NUMPY_THREADS": "1"}) as cluster, Client(cluster) as client:
                 best = run_workload(client, workload, inputs, spec, args.repeat)
                 best["noop_per_task"] = noop_overhead(client)
                 best["load"] = load()

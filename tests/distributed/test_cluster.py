@@ -59,7 +59,9 @@ def test_workers_run_the_plugin_backend(client):
     assert set(client.run(pdist.worker_backend).values()) == {"numpy"}
     assert len(client.scheduler_info()["workers"]) == 2
     # distributed's MALLOC_TRIM_THRESHOLD_=65536 makes NumPy kernels 4-10x slower: not in portcv's workers
-    assert set(client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == {None}
+    assert set(client.run(os.getenv, "MALLOC_TRIM_THRESHOLD_").values()) == {None}
+    cores = os.cpu_count() or 1
+    assert set(client.run(os.getenv, "PORTCV_NUMPY_THREADS").values()) == {str(max(1, cores // 2))}
 
 
 def test_map_videos_equals_serial(client, clips):

@@ -145,8 +145,9 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
     GPU backends (``'cupy'``, or any backend with ``devices`` given) get one worker process per
     device, pinned by ``CUDA_VISIBLE_DEVICES``: dask-cuda's ``LocalCUDACluster`` when it is
     installed, otherwise a ``SpecCluster`` of nannies doing the same. CPU backends get one worker
-    per core with one thread each. Workers start with glibc's own malloc settings, not the
-    ``MALLOC_TRIM_THRESHOLD_`` distributed sets (it makes the NumPy kernels 4-10x slower; see
+    per core with one thread each, and the NumPy backend's thread pool of each gets
+    ``cores // n_workers`` threads (``PORTCV_NUMPY_THREADS``; ``env=`` overrides). Workers start
+    with glibc's own malloc settings, not the ``MALLOC_TRIM_THRESHOLD_`` distributed sets (it makes the NumPy kernels 4-10x slower; see
     :data:`MALLOC_VARIABLES`). Every worker gets the :class:`PortcvWorker` plugin.
 
     Parameters
@@ -175,9 +176,13 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
     gpu = backend in GPU_BACKENDS or devices is not None
     if not gpu:
         cores = os.cpu_count() or 1
-        env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+        workers = n_workers or cores
+        # The NumPy overrides spread bands over a thread pool of every core (PORTCV_NUMPY_THREADS):
+        # n workers on one host share the cores instead of each taking all of them.
+        env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PORTCV_NUMPY_THREADS": str(max(1, cores // workers)),
+               **kwargs.pop("env", {})}
         with _glibc_malloc_defaults():
-            return LocalCluster(n_workers=n_workers or cores, threads_per_worker=threads_per_worker or 1,
+            return LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker or 1,
                                 processes=processes, plugins={plugin}, env=env if processes else None, **kwargs)
     gpus = _visible_gpus(devices)
     if not gpus:

@@ -274,8 +274,9 @@ def plot(report: dict, path: Path) -> None:
     ax.plot([1, top], [1, top], color="grey", linestyle=":", label="ideal")
     ax.set_xlabel("workers")
     ax.set_ylabel("speedup vs 1 worker")
-    ax.set_title(f"portcv.distributed scaling, {report['cores']} cores\n{report['load_before'].split('load')[-1]}",
-                 fontsize=9)
+    load_avg = report["load_before"].split("load average:")[-1].strip()
+    ax.set_title(f"portcv.distributed scaling, {report['cores']} cores (NumPy backend)\n"
+                 f"load average at the start: {load_avg} (a shared machine)", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()

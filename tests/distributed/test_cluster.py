@@ -218,3 +218,10 @@ def test_cli_refuses_several_sources_without_a_cluster(capsys, clips):
     assert "--cluster" in capsys.readouterr().err
     assert main(["faces", "--segment-frames", "5", clips[0]]) == 2
     assert "--segment-frames needs --cluster" in capsys.readouterr().err
+
+
+def test_cli_cluster_local_starts_and_closes_its_own_cluster(clips, capsys):
+    from portcv.cli import main
+
+    assert main(["motion", "--cluster", "local", "--beta", "2", "--grid", "3x4", "--no-progress", clips[0]]) == 0
+    assert "1 of 1 files done on local" in capsys.readouterr().out

@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .backends import asarray, owner_of
+from .backends import asarray, owner_of, refuse_lazy
 
 #: CUDA kernels index with 32-bit ints; larger arrays are refused rather than mis-indexed.
 MAX_ELEMENTS = 2**31 - 1
@@ -38,6 +38,7 @@ def image(
                                  "(rows of different lengths)") from None
             from_list = True
         else:
+            refuse_lazy(img)
             raise TypeError(f"{name} must be an array (NumPy, CuPy or JAX), got {type(img).__name__}")
     shape = tuple(img.shape)
     want = np.dtype(dtype)
@@ -216,6 +217,7 @@ def matrix(x: Any, name: str, *, dtypes: Iterable[Any], hint: str = "") -> Any:
     it to the active backend. ``hint`` is appended to the dtype error (where to get such data)."""
     if owner_of(x) is None:
         if not isinstance(x, (list, tuple)):
+            refuse_lazy(x)
             raise TypeError(f"{name} must be an array (NumPy, CuPy or JAX), got {type(x).__name__}")
         try:
             x = np.asarray(x)

@@ -270,6 +270,7 @@ def to_numpy(array: Any) -> np.ndarray:
     """Copy (or view) any backend's array as a NumPy array on the host."""
     b = owner_of(array)
     if b is None:
+        refuse_lazy(array)
         try:
             out = np.asarray(array)
         except ValueError as exc:  # ragged nested lists
@@ -279,6 +280,18 @@ def to_numpy(array: Any) -> np.ndarray:
                             + (f" of dtype {out.dtype}" if isinstance(array, (list, tuple)) else ""))
         return out
     return b.to_numpy(array)
+
+
+def refuse_lazy(array: Any) -> None:
+    """A dask array (or dask-backed xarray) is no backend's array: computing it here whole would defeat it."""
+    top = type(array).__module__.split(".")[0]
+    lazy = top == "dask" or (top == "xarray" and getattr(array, "chunks", None) is not None)
+    if lazy:
+        raise TypeError(
+            f"portcv ops take in-memory arrays (NumPy, CuPy, JAX), got a lazy {type(array).__name__}; "
+            "run the op tile by tile with portcv.distributed.filter_image(array, op, **params), "
+            "or call .compute() first if the image fits in memory"
+        )
 
 
 def asarray(array: Any) -> Any:

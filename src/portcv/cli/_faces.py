@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ._cluster import add_cluster_options, run_on_cluster, sources
 from ._common import positive_int
 
 #: File name endings read as still images; everything else is opened as a video.
@@ -53,7 +54,8 @@ def _add_faces_command(sub: Any) -> None:
         "does, on the chosen backend. An image: print the boxes. A video: progress bar and per-frame timing "
         "statistics. --out writes the input with the boxes drawn.",
     )
-    p.add_argument("source", help="an image (.png, .jpg, ...) or a video file (.mp4, .mkv, ...)")
+    p.add_argument("source", nargs="+",
+                   help="an image (.png, .jpg, ...) or a video file (.mp4, .mkv, ...); several videos with --cluster")
     p.add_argument("--cascade", default=DEFAULT_CASCADE,
                    help=f"a cascade XML path, or a name in cv2.data.haarcascades (default {DEFAULT_CASCADE})")
     p.add_argument("--backend", default="numpy", help="numpy (default), cupy or jax")
@@ -66,10 +68,17 @@ def _add_faces_command(sub: Any) -> None:
     p.add_argument("--frames", type=positive_int, default=None, help="video: process at most N frames (default: all)")
     p.add_argument("--fps", type=float, default=None, help="video: frame rate of --out (default: the source's)")
     p.add_argument("--no-progress", action="store_true", help="video: no progress bar")
+    add_cluster_options(p)
     p.set_defaults(func=_faces_command)
 
 
 def _faces_command(args: argparse.Namespace) -> int:
+    if sources(args, "faces"):
+        import portcv.distributed as pdist
+
+        spec = pdist.faces(args.cascade, scale_factor=args.scale_factor, min_neighbors=args.min_neighbors,
+                           min_size=args.min_size)
+        return run_on_cluster(args, spec, "faces")
     try:
         return _run(args)
     except _CommandError as exc:

@@ -9,6 +9,7 @@ import numpy as np
 from .. import _validate
 from ..video import VideoError, VideoWriter, fps_statistics, iter_frames, run_motion
 from ..video._io import video_fps
+from ._cluster import add_cluster_options, run_on_cluster, sources
 from ._common import parse_size, positive_int, print_table, with_progress
 
 
@@ -31,7 +32,9 @@ def _add_motion_command(sub: Any) -> None:
         description="Run Del Vecchio et al.'s motion detector frame by frame, draw the motion cells over the "
         "frames, and print the paper's Table VII frame-rate statistics per backend.",
     )
-    p.add_argument("source", help="a video file, or 'synthetic' for generated moving shapes over sensor noise")
+    p.add_argument("source", nargs="+",
+                   help="a video file, or 'synthetic' for generated moving shapes over sensor noise; several files "
+                        "with --cluster")
     p.add_argument("--backend", default="numpy", help="backend, or a comma-separated list to compare (default numpy)")
     p.add_argument("--out", default=None, help="write the annotated video here, .mp4, .mkv, ... (default: none)")
     p.add_argument("--frames", type=positive_int, default=None, help="process at most N frames (default: the whole file; synthetic: 60)")
@@ -47,6 +50,7 @@ def _add_motion_command(sub: Any) -> None:
     p.add_argument("--variant", default="pseudocode", help="'pseudocode' (default) or 'listing'")
     p.add_argument("--thickness", type=int, default=2, help="outline width of the drawn motion cells (default 2)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_cluster_options(p)
     p.set_defaults(func=_motion_command)
 
 
@@ -66,6 +70,10 @@ def _motion_command(args: Any) -> int:
 
     import portcv
 
+    if sources(args, "motion"):
+        import portcv.distributed as pdist
+
+        return run_on_cluster(args, pdist.motion(**_detector_args(args)), "motion")
     names = [n.strip() for n in args.backend.split(",") if n.strip()]
     if not names:
         raise ValueError("--backend must name at least one backend")

@@ -1,0 +1,130 @@
+"""The per-file core without a cluster: specs, decoding with seeks, segments, the worker plugin."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import portcv
+
+pytest.importorskip("dask", reason="dask not installed (pip install 'portcv[distributed]')")
+av = pytest.importorskip("av", reason="PyAV not installed (pip install 'portcv[io]')")
+
+import portcv.distributed as pdist  # noqa: E402
+
+from .clips import SPEC, same_value, write_clip  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    return write_clip(tmp_path_factory.mktemp("v") / "gop5.mp4", portcv.data.moving_shapes(23, 48, 64, seed=2), gop=5)
+
+
+def test_specs_are_small_picklable_and_checked_early():
+    spec = pdist.motion(t_low=70, t_high=80, grid=[2, 3])
+    assert isinstance(spec, pdist.MotionSpec) and pickle.loads(pickle.dumps(spec)) == spec
+    assert len(pickle.dumps(spec)) < 400
+    faces = pdist.faces("haarcascade_frontalface_alt.xml", min_neighbors=4)
+    assert isinstance(faces, pdist.FacesSpec) and pickle.loads(pickle.dumps(faces)) == faces
+    with pytest.raises(ValueError, match="grid"):
+        pdist.motion(t_low=70, t_high=80, grid=(0, 3))
+
+
+def test_seeked_segments_decode_the_same_frames(clip):
+    times, keys = pdist.frame_table(clip)
+    assert len(times) == 23 and keys == [0, 5, 10, 15, 20]
+    whole = list(pdist._videos.decode(clip))
+    for start, stop in [(5, 10), (10, 23), (15, 17)]:
+        part = list(pdist._videos.decode(clip, start, stop))
+        assert len(part) == stop - start
+        assert all(np.array_equal(a, b) for a, b in zip(part, whole[start:stop]))
+
+
+def test_process_video_segments_join_into_the_whole_file(clip):
+    whole = pdist.process_video(clip, SPEC, backend="numpy")
+    assert whole["regions"].shape == (22, 3, 4) and whole["regions"].any()
+    bounds = pdist.segment_bounds(clip, 6)
+    assert bounds == [(0, 10), (10, 20), (20, 23)]
+    parts = [pdist.process_video(clip, SPEC, backend="numpy", start=s, stop=e) for s, e in bounds]
+    assert same_value(pdist.MotionSpec.merge(parts), whole)
+    # the result equals the motion detector fed by portcv.video's own reader
+    detector = portcv.motion.MotionDetector(t_low=70, t_high=80, beta=2, grid=(3, 4))
+    with portcv.using("numpy"):
+        ref = [detector.update(f) for f in portcv.video.iter_frames(clip)][1:]
+    assert np.array_equal(np.stack([portcv.to_numpy(r.regions) for r in ref]), whole["regions"])
+
+
+def test_faces_segments_carry_global_frame_indices(clip):
+    pytest.importorskip("cv2")
+    spec = pdist.faces(min_neighbors=1, min_size=(8, 8))
+    whole = pdist.process_video(clip, spec, backend="numpy")
+    assert [i for i, _, _ in whole] == list(range(23))
+    parts = [pdist.process_video(clip, spec, start=s, stop=e) for s, e in pdist.segment_bounds(clip, 6)]
+    assert same_value(pdist.FacesSpec.merge(parts), whole)
+
+
+def test_serial_map_videos_keeps_errors_and_runs_any_callable(clip, tmp_path):
+    def frame_count(frames, backend):
+        return sum(1 for _ in frames)
+
+    runs = list(pdist.map_videos(frame_count, [clip, str(tmp_path / "nope.mp4")], client=None, progress=False))
+    assert isinstance(runs[0], pdist.VideoRun) and runs[0].value == 23 and runs[0].error is None
+    assert runs[1].error.startswith("VideoError") and runs[1].value is None
+    saved = list(pdist.map_videos(SPEC, [clip, clip], client=None, out=tmp_path / "res", progress=False))
+    assert sorted(Path(r.value).name for r in saved) == ["gop5-2.npz", "gop5.npz"]
+    seg = list(pdist.map_videos(SPEC, [clip], client=None, segment_frames=6, progress=False))[0]
+    assert seg.segments == 3 and seg.frames == 23
+    with pytest.raises(ValueError, match="segment_frames needs"):
+        list(pdist.map_videos(frame_count, [clip], segment_frames=6, progress=False))
+    with pytest.raises(ValueError, match="errors"):
+        list(pdist.map_videos(SPEC, [clip], errors="ignore", progress=False))
+    with pytest.raises(RuntimeError, match="nope.mp4"):
+        list(pdist.map_videos(SPEC, [str(tmp_path / "nope.mp4")], errors="raise", progress=False))
+
+
+def test_portcv_worker_sets_the_process_backend():
+    pytest.importorskip("distributed")
+    plugin = pdist.PortcvWorker("numpy")
+    assert repr(plugin) == "PortcvWorker('numpy')" and pickle.loads(pickle.dumps(plugin)).backend == "numpy"
+    from distributed import WorkerPlugin
+
+    assert isinstance(plugin, WorkerPlugin)
+    before = portcv.backend().name
+    try:
+        plugin.setup()
+        assert pdist.worker_backend() == "numpy"
+    finally:
+        portcv.use(before)
+
+
+def test_gpu_cluster_needs_gpus_and_rotates_devices(monkeypatch):
+    pytest.importorskip("distributed")
+    from portcv.distributed import _cluster
+
+    assert _cluster._rotated(["0", "1", "2"], 1) == "1,2,0"
+    assert _cluster._rotated(["0", "0"], 1) == "0"  # two workers on one GPU: plumbing only
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(_cluster.shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="needs GPUs"):
+        pdist.local_cluster("cupy")
+
+
+@pytest.mark.timeout(300)
+def test_two_gpu_workers_on_one_gpu_equal_numpy(clip):
+    """Plumbing on one GPU (devices='0,0'): pinning, the plugin, CuPy results equal NumPy's."""
+    try:
+        portcv.backends.get("cupy")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(f"CuPy/GPU unavailable: {exc}")
+    from distributed import Client
+
+    expected = pdist.process_video(clip, SPEC, backend="numpy")
+    with pdist.local_cluster("cupy", devices="0,0", dashboard_address=None) as cluster, \
+            Client(cluster, timeout="60s") as client:
+        assert set(client.run(pdist.worker_backend).values()) == {"cupy"}
+        runs = list(pdist.map_videos(SPEC, [clip, clip], client=client, segment_frames=6, progress=False,
+                                     timeout=120))
+    assert all(r.error is None and same_value(r.value, expected) for r in runs)

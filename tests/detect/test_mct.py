@@ -356,3 +356,145 @@ def test_detect_video_and_cli_take_the_mct_detector() -> None:
         eb, en = det.detect(frame, min_neighbors=0)
         assert_same_bits(eb, boxes)
         assert_same_bits(en, n)
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_training() -> tuple:
+    """A 3-stage cascade trained in about a second on scikit-image's LFW faces and face-free images."""
+    pytest.importorskip("skimage")
+    from portcv.detect import train_mct_cascade
+
+    faces, _ = portcv.data.lfw_subset()
+    faces24 = np.asarray(portcv.transform.resize(faces[:60], size=(24, 24), interpolation="bilinear_exact"))
+    faces24 = np.concatenate([faces24, faces24[:, :, ::-1]])
+    negatives = portcv.data.skimage_negatives()[:5]
+    kw = dict(stage_positions=(5, 10, 30), negatives_per_stage=3000, max_rounds=(15, 25, 40),
+              validation=faces24[::3], seed=3)
+    return train_mct_cascade(faces24, negatives, **kw), faces24, negatives, kw
+
+
+def test_tiny_cascade_finds_the_faces_it_was_trained_on(tiny_training) -> None:
+    cascade, faces, negatives, _ = tiny_training
+    assert cascade.n_stages == 3 and cascade.window == (24, 24)
+    for record in cascade.meta["stages"]:
+        assert record["negative_pass_rate"] <= 0.5 and record["negatives"] > 0
+    # Paste 12 training faces at scale 1 into a face-free image: each window passes the cascade.
+    scene = np.ascontiguousarray(negatives[3][:120, :200])
+    spots = [(8 + 30 * (k % 6), 10 + 50 * (k // 6)) for k in range(12)]
+    for (x, y), face in zip(spots, faces[::10]):
+        scene[y : y + 24, x : x + 24] = face
+    found = {tuple(r) for r in MCTDetector(cascade).candidates(scene, scale_factor=1.2).tolist()}
+    hits = sum((0, x, y) in found for x, y in spots)
+    assert hits >= 10, (hits, len(found))
+    boxes, _ = MCTDetector(cascade).detect(scene, scale_factor=1.2, min_neighbors=0)
+    assert len(boxes) >= hits
+
+
+def test_training_is_deterministic_and_quantized_before_tuning(tiny_training, tmp_path) -> None:
+    from portcv.detect import train_mct_cascade
+    from portcv.detect._mct_train import _integer_sums, _window_codes
+
+    cascade, faces, negatives, kw = tiny_training
+    again = train_mct_cascade(faces, negatives, **kw)
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    cascade.meta.pop("train_seconds", None)
+    save_mct_cascade(MCTCascade(cascade.positions, cascade.lut, cascade.stage_end, cascade.threshold, (24, 24),
+                                {k: v for k, v in cascade.meta.items() if k not in ("train_seconds", "stages")}), a)
+    save_mct_cascade(MCTCascade(again.positions, again.lut, again.stage_end, again.threshold, (24, 24),
+                                {k: v for k, v in again.meta.items() if k not in ("train_seconds", "stages")}), b)
+    assert a.read_bytes() == b.read_bytes()
+    # The thresholds keep the hit rate of the validation faces on the shipped integer sums.
+    val = _window_codes(faces[::3])
+    for j, (s0, s1) in enumerate(cascade.stage_ranges()):
+        pos = cascade.positions[s0:s1].astype(np.int64)
+        keys = list((pos[:, 1] - 1) * 22 + pos[:, 0] - 1)
+        sums = _integer_sums(val, keys, [cascade.lut[k] for k in range(s0, s1)])
+        assert np.mean(sums <= cascade.threshold[j]) >= 0.995 - 1e-9
+        val = val[sums <= cascade.threshold[j]]
+
+
+def test_training_argument_errors() -> None:
+    from portcv.detect import train_mct_cascade
+
+    faces = np.zeros((4, 24, 24), np.uint8)
+    neg = [np.zeros((40, 40), np.uint8)]
+    with pytest.raises(ValueError, match="positives"):
+        train_mct_cascade(faces.astype(np.float32), neg)
+    with pytest.raises(ValueError, match="positives"):
+        train_mct_cascade(np.zeros((4, 20, 20), np.uint8), neg)
+    with pytest.raises(TypeError, match="negative_images"):
+        train_mct_cascade(faces, np.zeros((40, 40), np.uint8))
+    with pytest.raises(ValueError, match="negative_images"):
+        train_mct_cascade(faces, [np.zeros((10, 10), np.uint8)])
+    with pytest.raises(ValueError, match="stage_positions"):
+        train_mct_cascade(faces, neg, stage_positions=(0,))
+    with pytest.raises(ValueError, match="max_rounds"):
+        train_mct_cascade(faces, neg, stage_positions=(2, 3), max_rounds=(1, 2, 3))
+    with pytest.raises(ValueError, match="validation"):
+        train_mct_cascade(faces, neg, validation=np.zeros((0, 24, 24), np.uint8))
+
+
+# --------------------------------------------------------------------------------------------
+# Data loaders (the pyvision archive is optional: absent, those tests skip saying so)
+# --------------------------------------------------------------------------------------------
+def _pyvision_cached() -> bool:
+    return os.path.isfile(os.path.join(portcv.data.cache_dir(), portcv.data.PYVISION_ARCHIVE))
+
+
+needs_pyvision = pytest.mark.skipif(not _pyvision_cached(), reason="pyvision-toolkit 1.3.6 sdist not in the portcv "
+                                    "data cache: run python -c 'import portcv.data as d; d.fetch_pyvision()'")
+
+
+def test_loaders_without_the_archive_say_what_to_run(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="pip download"):
+        portcv.data.csu_scrapshots(cache=tmp_path, download=False)
+    with pytest.raises(FileNotFoundError, match="fetch_pyvision"):
+        portcv.data.nonface_images(cache=tmp_path, download=False)
+    with pytest.raises(ValueError, match="split"):
+        portcv.data.nonface_images(split="nope", cache=tmp_path, download=False)
+
+
+@needs_pyvision
+def test_csu_scrapshots_and_nonface_images_load() -> None:
+    images, ids, eyes, names = portcv.data.csu_scrapshots(download=False)
+    assert len(images) == 173 and len(set(ids.tolist())) == 30 and eyes.shape == (173, 4)
+    assert all(im.dtype == np.uint8 and im.ndim == 2 and im.shape[1] == 200 for im in images)
+    assert names[0] == "00001aa"
+    test = portcv.data.nonface_images(split="test", download=False)
+    assert len(test) == 8 and all(t.dtype == np.uint8 and t.shape[2] == 3 for t in test)
+
+
+def test_lfw_subset_and_skimage_negatives_are_uint8() -> None:
+    pytest.importorskip("skimage")
+    faces, nonfaces = portcv.data.lfw_subset()
+    assert faces.shape == nonfaces.shape == (100, 25, 25) and faces.dtype == np.uint8
+    negs = portcv.data.skimage_negatives()
+    assert len(negs) == len(portcv.data.SKIMAGE_NEGATIVES)
+    assert all(n.dtype == np.uint8 and n.ndim == 2 for n in negs)
+
+
+def test_bundled_cascade_loads_and_detects_on_every_backend(backend: str) -> None:
+    det = MCTDetector.default()
+    assert det.cascade.meta["name"] == "mct_frontalface_24" and det.cascade.n_stages == 5
+    rng = np.random.default_rng(0)
+    img = np.clip(rng.normal(128, 40, (90, 110)), 0, 255).astype(np.uint8)
+    with portcv.using("numpy"):
+        expected = det.detect(img, min_neighbors=0)
+    with portcv.using(backend):
+        got = det.detect(img, min_neighbors=0)
+    assert_same_bits(expected[0], got[0])
+
+
+def test_cli_faces_with_the_mct_detector(tmp_path, capsys) -> None:
+    iio = pytest.importorskip("imageio.v3")
+    from portcv import cli
+
+    img = np.full((60, 80), 90, np.uint8)
+    path = tmp_path / "flat.png"
+    iio.imwrite(path, img)
+    assert cli.main(["faces", str(path), "--detector", "mct"]) == 0
+    assert "0 boxes" in capsys.readouterr().out
+    assert cli.main(["faces", str(path), "--detector", "mct", "--cascade", str(tmp_path / "none.npz")]) == 2

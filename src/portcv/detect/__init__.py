@@ -27,7 +27,9 @@ from ._video import VideoDetections, detect_video
 from ._mct import mct
 from ._mct_cascade import MCTCascade, load_mct_cascade, save_mct_cascade
 from ._mct_detector import MCTDetector
+from ._mct_train import train_mct_cascade
 from ._xml import Cascade
 
 __all__ = ["Cascade", "CascadeDetector", "load_cascade", "group_rectangles", "GROUP_EPS", "detect_video",
-           "VideoDetections", "mct", "MCTCascade", "load_mct_cascade", "save_mct_cascade", "MCTDetector"]
+           "VideoDetections", "mct", "MCTCascade", "load_mct_cascade", "save_mct_cascade", "MCTDetector",
+           "train_mct_cascade"]

@@ -5,9 +5,13 @@
 Test sets (never used in training or threshold tuning; ``tools/train_mct.py`` says which were):
 - T1: CSU ScrapShots held-out identities (5, 10, ..., 30: 6 people), ground truth from the eyes
   with the cv2-calibrated box (width 2.54 x eye distance, eye midpoint at (0.49 w, 0.38 w)).
-- T2: composited scenes, seeded: T1 faces cut with a margin (1.6 x the face box, so the paste
+- T2: ``portcv.data.face_scenes``: T1 faces cut with a margin (1.6 x the face box, so the paste
   edge stays outside the face window) pasted at 24-120 px face width into pyvision's test
-  face-free photos 44-51 (640x480), 3-8 faces per scene, and two 1920x1080 scenes.
+  face-free photos 44-51 (640x480), 3-8 faces per scene (seed 0), and two 1920x1080 scenes
+  (seed 1, faces 54-270 px).
+- T3: single photos, boxes checked by eye once (cv2 Haar alt2's box, drawn and looked at):
+  scikit-image's astronaut, matplotlib's grace_hopper, pyvision's FaceSample and lena.
+  scikit-image's camera is left out: the cameraman's face is turned to his camera, not frontal.
 - N: face-free photos 36-51 (16 photos, 4.9 Mpx): false positives per megapixel.
 A face is found when a box has IoU >= 0.5 with it. Every detector runs through portcv on NumPy
 (``MCTDetector`` / ``CascadeDetector``, equal to cv2 on the Haar and LBP cascades), min size 24.
@@ -23,16 +27,12 @@ import numpy as np
 import portcv
 from portcv import data
 from portcv.detect import CascadeDetector, MCTDetector, load_mct_cascade
-from portcv.detect._mct_train import BOX_PER_EYE_DISTANCE, EYE_MID
 
 PEERS = {"haar default": "haarcascade_frontalface_default.xml", "haar alt2": "haarcascade_frontalface_alt2.xml",
          "lbp": "lbpcascade_frontalface_opencv.xml"}
 
 
-def eye_box(eyes: np.ndarray) -> np.ndarray:
-    lx, ly, rx, ry = eyes.astype(np.float64)
-    w = BOX_PER_EYE_DISTANCE * np.hypot(rx - lx, ry - ly)
-    return np.array([(lx + rx) / 2 - EYE_MID[0] * w, (ly + ry) / 2 - EYE_MID[1] * w, w, w])
+eye_box = data.face_box
 
 
 def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -65,47 +65,27 @@ def score(boxes: np.ndarray, truth: np.ndarray) -> tuple[int, int]:
     return found, int(boxes.shape[0]) - len(used)
 
 
-def scenes(t1: list, seed: int, count: int) -> list:
-    """``[(gray scene, truth boxes)]``: T1 faces pasted into test photos (see the module doc)."""
-    rng = np.random.default_rng(seed)
-    backgrounds = [np.asarray(portcv.color.rgb_to_gray(p)) for p in data.nonface_images(split="test")]
-    out = []
-    for k in range(count + 2):
-        big = k >= count
-        bg = backgrounds[k % len(backgrounds)]
-        if big:  # 1920x1080: the photo scaled up
-            canvas = np.array(portcv.transform.resize(bg, size=(1920, 1080), interpolation="bilinear"))
-        else:
-            canvas = bg.copy() if bg.shape == (480, 640) else np.ascontiguousarray(bg.T[:480, :640])
-        h, w = canvas.shape
-        placed: list = []  # pasted rectangles (no overlaps)
-        truth: list = []
-        want = int(rng.integers(3, 9))
-        for _ in range(400):
-            if len(truth) >= want:
-                break
-            img, eyes = t1[int(rng.integers(len(t1)))]
-            size = int(rng.integers(24, 121)) * (2 if big else 1)
-            box = eye_box(eyes)
-            margin = 0.3 * box[2]
-            x0, y0 = int(round(box[0] - margin)), int(round(box[1] - margin))
-            x1, y1 = int(round(box[0] + box[2] + margin)), int(round(box[1] + box[3] + margin))
-            x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, img.shape[1]), min(y1, img.shape[0])
-            f = size / box[2]
-            cw, ch = max(1, int(round((x1 - x0) * f))), max(1, int(round((y1 - y0) * f)))
-            if cw >= w or ch >= h:
-                continue
-            px, py = int(rng.integers(0, w - cw)), int(rng.integers(0, h - ch))
-            if any(px < bx + bw and bx < px + cw and py < by + bh and by < py + ch for bx, by, bw, bh in placed):
-                continue
-            crop = np.ascontiguousarray(img[y0:y1, x0:x1])
-            canvas[py : py + ch, px : px + cw] = np.asarray(
-                portcv.transform.resize(crop, size=(cw, ch), interpolation="bilinear"))
-            placed.append((px, py, cw, ch))
-            truth.append([px + (box[0] - x0) * f, py + (box[1] - y0) * f, size, size])
-        truth = np.array(truth, np.float64).reshape(-1, 4)
-        out.append((canvas, truth))
-    return out
+#: T3's boxes ``[x, y, w, h]``, checked by eye.
+T3_BOXES = {"astronaut": [177, 66, 97, 97], "grace_hopper": [145, 99, 239, 239], "FaceSample": [171, 78, 250, 250],
+            "lena": [220, 203, 173, 173]}
+
+
+def single_photos() -> list:
+    """``[(name, gray, truth (1, 4))]`` of T3."""
+    import tarfile
+
+    import imageio.v3 as iio
+    import matplotlib.cbook as cbook
+    from skimage import data as skdata
+
+    rgb = {"astronaut": skdata.astronaut(),
+           "grace_hopper": iio.imread(cbook.get_sample_data("grace_hopper.jpg", asfileobj=False))}
+    with tarfile.open(data.fetch_pyvision()) as tar:
+        for name in ("FaceSample", "lena"):
+            member = tar.extractfile(data._PYVISION_DATA + f"misc/{name}.jpg").read()
+            rgb[name] = iio.imread(member, extension=".jpg")
+    return [(name, np.asarray(portcv.color.rgb_to_gray(np.ascontiguousarray(rgb[name][..., :3]))),
+             np.array([T3_BOXES[name]], np.float64)) for name in T3_BOXES]
 
 
 def main() -> None:
@@ -118,7 +98,8 @@ def main() -> None:
     images, ids, eyes, _ = data.csu_scrapshots()
     test = [i for i in range(len(ids)) if ids[i] % 5 == 0]
     t1 = [(images[i], eyes[i]) for i in test]
-    t2 = scenes(t1, 0, args.scenes)
+    t2 = data.face_scenes(seed=0, count=args.scenes) + data.face_scenes(seed=1, count=2, size=(1920, 1080))
+    t3 = single_photos()
     neg = [np.asarray(portcv.color.rgb_to_gray(p)) for n in ("validation", "test") for p in data.nonface_images(split=n)]
     neg_mpx = sum(n.size for n in neg) / 1e6
     detectors = {"mct (portcv)": MCTDetector(load_mct_cascade(args.cascade))}
@@ -126,13 +107,16 @@ def main() -> None:
         detectors.update({name: CascadeDetector.from_opencv(f) for name, f in PEERS.items()})
     print(f"T1: {len(t1)} faces; T2: {len(t2)} scenes, {sum(t.shape[0] for _, t in t2)} faces; "
           f"N: {len(neg)} photos, {neg_mpx:.1f} Mpx\n")
-    print("| detector | scale, min_neighbors | T1 found | T2 found | T2 FP | N FP | N FP / Mpx | s per 640x480 |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| detector | scale, min_neighbors | T1 found | T3 found (FP) | T2 found | T2 FP | N FP | N FP / Mpx | "
+          "s per 640x480 (NumPy) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for setting in args.settings:
         sf, mn = float(setting.split(",")[0]), int(setting.split(",")[1])
         for name, det in detectors.items():
             kw = dict(scale_factor=sf, min_neighbors=mn, min_size=(24, 24))
             f1 = sum(score(det.detect(img, **kw)[0], eye_box(e)[None])[0] for img, e in t1)
+            s3 = [score(det.detect(img, **kw)[0], truth) for _, img, truth in t3]
+            f3, fp3 = sum(a for a, _ in s3), sum(b for _, b in s3)
             f2 = fp2 = 0
             t0 = time.perf_counter()
             for img, truth in t2[: args.scenes]:
@@ -144,7 +128,7 @@ def main() -> None:
                 f2, fp2 = f2 + a, fp2 + b
             fpn = sum(det.detect(img, **kw)[0].shape[0] for img in neg)
             n2 = sum(t.shape[0] for _, t in t2)
-            print(f"| {name} | {sf}, {mn} | {f1}/{len(t1)} ({100 * f1 / len(t1):.1f} %) | {f2}/{n2} "
+            print(f"| {name} | {sf}, {mn} | {f1}/{len(t1)} ({100 * f1 / len(t1):.1f} %) | {f3}/{len(t3)} ({fp3}) | {f2}/{n2} "
                   f"({100 * f2 / n2:.1f} %) | {fp2} | {fpn} | {fpn / neg_mpx:.2f} | {sec:.2f} |", flush=True)
 
 

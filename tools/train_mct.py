@@ -1,7 +1,8 @@
 """Rebuild portcv's bundled MCT face cascade, ``src/portcv/detect/data/mct_frontalface_24.npz`` (issue 21).
 
     python tools/train_mct.py [--out PATH] [--seed 0] [--per-face 40] [--negatives 40000]
-                              [--rounds 30,60,120,200,300] [--quick]
+                              [--rounds 30,60,120,200,400]
+                              [--variants mirror,rot90,up15] [--quick]
 
 Data (nothing else; fetched once into the user cache by ``portcv.data``):
 - positives: CSU ScrapShots (pyvision-toolkit 1.3.6 sdist), identities with ``id % 5 != 0``
@@ -9,8 +10,9 @@ Data (nothing else; fetched once into the user cache by ``portcv.data``):
   are aligned by the eyes to the cv2-like 24x24 box and augmented (``augmented_faces``:
   mirror, rotation +-12 deg, scale +-8 %, shift +-1 px, gamma, blur). Identities 5, 10, ..., 30
   are never seen: they are the held-out test set of ``tools/eval_faces.py``.
-- negatives: pyvision's face-free photos 1-35 (gray) and their mirror images, and
-  scikit-image's face-free sample images; photos 36-51 are left for evaluation.
+- negatives: pyvision's face-free photos 1-35 (gray) and scikit-image's face-free sample
+  images, with their mirror images, quarter turns and 1.5x enlargements; photos 36-51 are
+  left for evaluation.
 The recipe, the data checksums, the seed, the package versions and the training time go into
 the cascade's ``meta``; the same command gives the same bytes.
 """
@@ -48,9 +50,25 @@ def splits() -> dict:
     return dict(images=images, ids=ids, eyes=eyes, names=names, train=train, validation=val, test=test)
 
 
-def negatives() -> list:
-    gray = [np.asarray(portcv.color.rgb_to_gray(img)) for img in data.nonface_images(split="train")]
-    return gray + [np.ascontiguousarray(g[:, ::-1]) for g in gray] + data.skimage_negatives()
+def negatives(variants: str) -> list:
+    """The negative images: pyvision photos 1-35 (gray) and scikit-image's face-free samples, plus
+    ``variants`` of them: ``mirror`` (left-right), ``rot90`` (a quarter turn), ``up15`` (enlarged
+    1.5x with ``bilinear_exact``: finer texture at the smallest scale)."""
+    base = [np.asarray(portcv.color.rgb_to_gray(img)) for img in data.nonface_images(split="train")]
+    base += data.skimage_negatives()
+    out = list(base)
+    for v in [v for v in variants.split(",") if v]:
+        for g in base:
+            if v == "mirror":
+                out.append(np.ascontiguousarray(g[:, ::-1]))
+            elif v == "rot90":
+                out.append(np.ascontiguousarray(np.rot90(g)))
+            elif v == "up15":
+                size = (int(round(g.shape[1] * 1.5)), int(round(g.shape[0] * 1.5)))
+                out.append(np.asarray(portcv.transform.resize(g, size=size, interpolation="bilinear_exact")))
+            else:
+                raise SystemExit(f"unknown negative variant {v!r}")
+    return out
 
 
 def main() -> None:
@@ -59,7 +77,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--per-face", type=int, default=40)
     ap.add_argument("--negatives", type=int, default=40000)
-    ap.add_argument("--rounds", default="30,60,120,200,300")
+    ap.add_argument("--rounds", default="30,60,120,200,400")
+    ap.add_argument("--variants", default="mirror,rot90,up15", help="negative image variants (see negatives())")
     ap.add_argument("--quick", action="store_true", help="a small smoke run (2 stages)")
     args = ap.parse_args()
     t0 = time.perf_counter()
@@ -68,7 +87,7 @@ def main() -> None:
                           seed=args.seed)
     val = augmented_faces([s["images"][i] for i in s["validation"]], s["eyes"][s["validation"]], per_face=8,
                           seed=args.seed + 1, light=True)
-    negs = negatives()
+    negs = negatives(args.variants)
     rounds = tuple(int(r) for r in args.rounds.split(","))
     stages = (10, 20, 40, 80, 484)
     if args.quick:
@@ -83,7 +102,7 @@ def main() -> None:
         name="mct_frontalface_24",
         data=dict(pyvision_toolkit=dict(version=data.PYVISION_VERSION, sha256=sdist),
                   positives="CSU ScrapShots identities id % 5 != 0 (last image of each: validation)",
-                  negatives="pyvision nonface 1-35 + mirrors, scikit-image face-free samples",
+                  negatives=f"pyvision nonface 1-35 and scikit-image face-free samples, variants {args.variants}",
                   positives_sha256=hashlib.sha256(pos.tobytes()).hexdigest(),
                   validation_sha256=hashlib.sha256(val.tobytes()).hexdigest(),
                   negatives_sha256=hashlib.sha256(b"".join(n.tobytes() for n in negs)).hexdigest(),

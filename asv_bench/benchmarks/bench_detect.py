@@ -312,22 +312,25 @@ class FaceData(Benchmark):
     """The face data loaders of ``portcv.data``: ``lfw_subset`` and ``skimage_negatives``
     (scikit-image's files), ``csu_scrapshots`` and ``nonface_images`` (decoding from the cached
     pyvision archive; skipped when it is not cached), ``fetch_pyvision`` (the checksum of a cached
-    archive)."""
+    archive), ``face_box`` (173 eye pairs to boxes), ``face_scenes`` (two composited 640x480 scenes)."""
 
-    params = [["lfw_subset", "skimage_negatives", "csu_scrapshots", "nonface_images", "fetch_pyvision"]]
+    params = [["lfw_subset", "skimage_negatives", "csu_scrapshots", "nonface_images", "fetch_pyvision", "face_box",
+               "face_scenes"]]
     param_names = ["loader"]
     number = 1
 
     def setup(self, loader):
         import os
 
-        if loader in ("csu_scrapshots", "nonface_images", "fetch_pyvision") and not os.path.isfile(
+        if loader not in ("lfw_subset", "skimage_negatives", "face_box") and not os.path.isfile(
                 os.path.join(portcv.data.cache_dir(), portcv.data.PYVISION_ARCHIVE)):
             raise NotImplementedError("pyvision-toolkit archive not cached (portcv.data.fetch_pyvision())")
         self.fn = {"lfw_subset": portcv.data.lfw_subset, "skimage_negatives": portcv.data.skimage_negatives,
                    "csu_scrapshots": lambda: portcv.data.csu_scrapshots(download=False),
                    "nonface_images": lambda: portcv.data.nonface_images(split="test", download=False),
-                   "fetch_pyvision": portcv.data.fetch_pyvision}[loader]
+                   "fetch_pyvision": portcv.data.fetch_pyvision,
+                   "face_box": lambda: [portcv.data.face_box((70 + k % 9, 116, 122, 114 + k % 5)) for k in range(173)],
+                   "face_scenes": lambda: portcv.data.face_scenes(seed=0, count=2, download=False)}[loader]
 
     def time_load(self, loader):
         self.fn()

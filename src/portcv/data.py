@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["synthetic_rgb", "moving_shapes", "fetch_pyvision", "csu_scrapshots", "nonface_images", "lfw_subset",
-           "skimage_negatives"]
+           "skimage_negatives", "face_box", "face_scenes"]
 
 
 def synthetic_rgb(height: int = 480, width: int = 640, *, seed: int = 0) -> np.ndarray:
@@ -384,4 +384,72 @@ def skimage_negatives() -> list:
         if img.ndim == 3:
             img = np.asarray(color.rgb_to_gray(np.ascontiguousarray(img[..., :3])))
         out.append(np.ascontiguousarray(img))
+    return out
+
+
+def face_box(eyes: Any) -> np.ndarray:
+    """The face box ``[x, y, w, h]`` (float64) of eye centres ``(lx, ly, rx, ry)``: cv2's Haar
+    default box geometry measured on CSU ScrapShots (``w = 2.54 x`` the eye distance, eye midpoint at
+    ``(0.49 w, 0.38 w)``), the geometry the MCT cascade is trained with."""
+    from .detect._mct_train import BOX_PER_EYE_DISTANCE, EYE_MID
+
+    lx, ly, rx, ry = (float(v) for v in eyes)
+    w = BOX_PER_EYE_DISTANCE * float(np.hypot(rx - lx, ry - ly))
+    return np.array([(lx + rx) / 2 - EYE_MID[0] * w, (ly + ry) / 2 - EYE_MID[1] * w, w, w])
+
+
+def face_scenes(*, seed: int = 0, count: int = 12, size: tuple[int, int] = (640, 480), face_sizes: tuple = (24, 120),
+                cache: Any = None, download: bool = True) -> list:
+    """Composited test scenes with known face boxes (the MCT evaluation's T2): ``[(gray, boxes)]``.
+
+    Faces of the CSU ScrapShots identities held out of training (``id % 5 == 0``), cut with a
+    margin of 0.3 x the face box on each side (so the paste edge stays outside the face window),
+    resized (``bilinear``) to a face width drawn from ``face_sizes`` (scaled with the scene
+    height relative to 480) and pasted without overlap into pyvision's test face-free photos
+    44-51 (gray; resized to ``size`` when it differs from theirs, a portrait photo transposed).
+    3 to 8 faces per scene; ``boxes`` is ``(n, 4)`` float64 ``[x, y, w, h]``. Seeded.
+    """
+    from . import color, transform
+
+    rng = np.random.default_rng(_seed(seed))
+    images, ids, eyes, _ = csu_scrapshots(cache=cache, download=download)
+    faces = [(images[i], eyes[i]) for i in range(len(ids)) if ids[i] % 5 == 0]
+    backgrounds = []
+    for p in nonface_images(split="test", cache=cache, download=download):
+        g = np.asarray(color.rgb_to_gray(p))
+        g = g if g.shape[0] <= g.shape[1] else np.ascontiguousarray(g.T)
+        if (g.shape[1], g.shape[0]) != tuple(size):
+            g = np.asarray(transform.resize(g, size=tuple(size), interpolation="bilinear"))
+        backgrounds.append(g)
+    w, h = size
+    grow = h / 480.0
+    out = []
+    for k in range(count):
+        canvas = backgrounds[k % len(backgrounds)].copy()
+        placed: list = []
+        truth: list = []
+        want = int(rng.integers(3, 9))
+        for _ in range(400):
+            if len(truth) >= want:
+                break
+            img, e = faces[int(rng.integers(len(faces)))]
+            side = int(round(int(rng.integers(face_sizes[0], face_sizes[1] + 1)) * grow))
+            box = face_box(e)
+            margin = 0.3 * box[2]
+            x0, y0 = max(int(round(box[0] - margin)), 0), max(int(round(box[1] - margin)), 0)
+            x1 = min(int(round(box[0] + box[2] + margin)), img.shape[1])
+            y1 = min(int(round(box[1] + box[3] + margin)), img.shape[0])
+            f = side / box[2]
+            cw, ch = max(1, int(round((x1 - x0) * f))), max(1, int(round((y1 - y0) * f)))
+            if cw >= w or ch >= h:
+                continue
+            px, py = int(rng.integers(0, w - cw)), int(rng.integers(0, h - ch))
+            if any(px < bx + bw and bx < px + cw and py < by + bh and by < py + ch for bx, by, bw, bh in placed):
+                continue
+            crop = np.ascontiguousarray(img[y0:y1, x0:x1])
+            canvas[py : py + ch, px : px + cw] = np.asarray(transform.resize(crop, size=(cw, ch),
+                                                                             interpolation="bilinear"))
+            placed.append((px, py, cw, ch))
+            truth.append([px + (box[0] - x0) * f, py + (box[1] - y0) * f, side, side])
+        out.append((canvas, np.array(truth, np.float64).reshape(-1, 4)))
     return out

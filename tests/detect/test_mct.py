@@ -467,6 +467,24 @@ def test_csu_scrapshots_and_nonface_images_load() -> None:
     assert len(test) == 8 and all(t.dtype == np.uint8 and t.shape[2] == 3 for t in test)
 
 
+@needs_pyvision
+def test_face_scenes_have_known_boxes_and_are_seeded() -> None:
+    a = portcv.data.face_scenes(seed=4, count=2, download=False)
+    b = portcv.data.face_scenes(seed=4, count=2, download=False)
+    for (ga, ta), (gb, tb) in zip(a, b):
+        assert ga.shape == (480, 640) and ga.dtype == np.uint8 and 3 <= ta.shape[0] <= 8
+        assert_same_bits(ga, gb)
+        assert_same_bits(ta, tb)
+        assert np.all(ta[:, 2] >= 24) and np.all(ta[:, 0] >= -ta[:, 2]) and np.all(ta[:, 2] == ta[:, 3])
+    big = portcv.data.face_scenes(seed=1, count=1, size=(1920, 1080), download=False)
+    assert big[0][0].shape == (1080, 1920)
+
+
+def test_face_box_geometry() -> None:
+    box = portcv.data.face_box((10, 20, 30, 20))  # eyes 20 px apart, level
+    assert np.allclose(box, [20 - 0.49 * 50.8, 20 - 0.38 * 50.8, 50.8, 50.8])
+
+
 def test_lfw_subset_and_skimage_negatives_are_uint8() -> None:
     pytest.importorskip("skimage")
     faces, nonfaces = portcv.data.lfw_subset()

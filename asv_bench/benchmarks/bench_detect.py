@@ -262,7 +262,8 @@ class MCTTransform(Benchmark):
 
 
 class MCTCascadeFile(Benchmark):
-    """``load_mct_cascade`` / ``save_mct_cascade`` of the bundled cascade (npz with range checks)."""
+    """``load_mct_cascade`` / ``save_mct_cascade`` of the bundled cascade (npz with range checks)
+    and the ``MCTCascade`` constructor's checks."""
 
     params = [["host"]]
     param_names = ["where"]
@@ -279,6 +280,10 @@ class MCTCascadeFile(Benchmark):
 
     def time_save_mct_cascade(self, where):
         portcv.detect.save_mct_cascade(self.cascade, self.path)
+
+    def time_construct_mct_cascade(self, where):
+        c = self.cascade  # MCTCascade's own range and size checks and read-only copies
+        portcv.detect.MCTCascade(c.positions, c.lut, c.stage_end, c.threshold, c.window, c.meta)
 
 
 class TrainMCT(Benchmark):

@@ -134,17 +134,20 @@ def split_levels(windows_per_level: list[int], groups: int) -> list[tuple[int, i
 
 
 def _device_scope(b: Any, device: Any) -> Any:
-    """A context that makes ``device`` current for backend ``b``: CuPy's ``cuda.Device``, JAX's
-    ``default_device`` (found on the frameworks' own modules, not by backend name); hosts with one
-    device accept 0 or None."""
+    """A context that makes ``device`` current for backend ``b``: ``cupy.cuda.Device`` when ``b``
+    holds CuPy arrays, ``jax.default_device`` when it holds JAX arrays (asked of the backend with
+    an empty probe array, not by its name); a host backend has device 0 only."""
     if device is None:
         return contextlib.nullcontext()
-    cuda = getattr(b.xp, "cuda", None)
-    if cuda is not None and hasattr(cuda, "Device"):
-        return cuda.Device(int(device))
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and b.owns(cupy.empty(0)):
+        return cupy.cuda.Device(int(device))
     jax = sys.modules.get("jax")
-    if jax is not None and getattr(b.xp, "__name__", "").startswith("jax"):
-        return jax.default_device(jax.devices()[int(device)])
+    if jax is not None and b.owns(jax.numpy.zeros(0)):
+        devs = jax.devices()
+        if int(device) >= len(devs):
+            raise ValueError(f"devices: JAX has {len(devs)} device(s), got {device!r}")
+        return jax.default_device(devs[int(device)])
     if int(device) != 0:
         raise ValueError(f"devices: backend {b.name!r} has one device (0), got {device!r}")
     return contextlib.nullcontext()

@@ -12,6 +12,7 @@ Test sets (never used in training or threshold tuning; ``tools/train_mct.py`` sa
 - T3: single photos, boxes checked by eye once (cv2 Haar alt2's box, drawn and looked at):
   scikit-image's astronaut, matplotlib's grace_hopper, pyvision's FaceSample and lena.
   scikit-image's camera is left out: the cameraman's face is turned to his camera, not frontal.
+``--offsets`` adds ROC points: the MCT cascade with its last threshold moved.
 - N: face-free photos 36-51 (16 photos, 4.9 Mpx): false positives per megapixel.
 A face is found when a box has IoU >= 0.5 with it. Every detector runs through portcv on NumPy
 (``MCTDetector`` / ``CascadeDetector``, equal to cv2 on the Haar and LBP cascades), min size 24.
@@ -94,6 +95,8 @@ def main() -> None:
     ap.add_argument("--scenes", type=int, default=12)
     ap.add_argument("--settings", nargs="+", default=["1.15,3", "1.1,5"])
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--offsets", default="", help="ROC points: comma-separated offsets added to the MCT cascade's "
+                    "last threshold (e.g. -2000,-1000), each evaluated as another detector")
     args = ap.parse_args()
     images, ids, eyes, _ = data.csu_scrapshots()
     test = [i for i in range(len(ids)) if ids[i] % 5 == 0]
@@ -102,7 +105,13 @@ def main() -> None:
     t3 = single_photos()
     neg = [np.asarray(portcv.color.rgb_to_gray(p)) for n in ("validation", "test") for p in data.nonface_images(split=n)]
     neg_mpx = sum(n.size for n in neg) / 1e6
-    detectors = {"mct (portcv)": MCTDetector(load_mct_cascade(args.cascade))}
+    cascade = load_mct_cascade(args.cascade)
+    detectors = {"mct (portcv)": MCTDetector(cascade)}
+    for off in [int(v) for v in args.offsets.split(",") if v]:
+        thr = cascade.threshold.copy()
+        thr[-1] += off
+        detectors[f"mct, T_last {off:+d}"] = MCTDetector(portcv.detect.MCTCascade(
+            cascade.positions, cascade.lut, cascade.stage_end, thr, cascade.window))
     if not args.skip_peers:
         detectors.update({name: CascadeDetector.from_opencv(f) for name, f in PEERS.items()})
     print(f"T1: {len(t1)} faces; T2: {len(t2)} scenes, {sum(t.shape[0] for _, t in t2)} faces; "

@@ -78,6 +78,8 @@ def main() -> None:
     ap.add_argument("--per-face", type=int, default=40)
     ap.add_argument("--negatives", type=int, default=40000)
     ap.add_argument("--rounds", default="30,60,120,200,400")
+    ap.add_argument("--hit-rates", default="0.995", help="validation hit rate per stage (one, or one per stage)")
+    ap.add_argument("--validation-per-face", type=int, default=8)
     ap.add_argument("--variants", default="mirror,rot90,up15", help="negative image variants (see negatives())")
     ap.add_argument("--quick", action="store_true", help="a small smoke run (2 stages)")
     args = ap.parse_args()
@@ -85,7 +87,8 @@ def main() -> None:
     s = splits()
     pos = augmented_faces([s["images"][i] for i in s["train"]], s["eyes"][s["train"]], per_face=args.per_face,
                           seed=args.seed)
-    val = augmented_faces([s["images"][i] for i in s["validation"]], s["eyes"][s["validation"]], per_face=8,
+    val = augmented_faces([s["images"][i] for i in s["validation"]], s["eyes"][s["validation"]],
+                          per_face=args.validation_per_face,
                           seed=args.seed + 1, light=True)
     negs = negatives(args.variants)
     rounds = tuple(int(r) for r in args.rounds.split(","))
@@ -107,7 +110,7 @@ def main() -> None:
                   validation_sha256=hashlib.sha256(val.tobytes()).hexdigest(),
                   negatives_sha256=hashlib.sha256(b"".join(n.tobytes() for n in negs)).hexdigest(),
                   lfw_subset_unused_sha256=hashlib.sha256(lfw_bytes).hexdigest()),
-        augmentation=dict(per_face=args.per_face, validation_per_face=8),
+        augmentation=dict(per_face=args.per_face, validation_per_face=args.validation_per_face),
         test_identities=sorted({int(s["ids"][i]) for i in s["test"]}),
         versions=dict(python=platform.python_version(), numpy=np.__version__, scikit_image=skimage.__version__,
                       imageio=imageio.__version__, portcv=getattr(portcv, "__version__", "dev")),
@@ -115,7 +118,9 @@ def main() -> None:
     )
     print(f"{pos.shape[0]} positives, {val.shape[0]} validation faces, {len(negs)} negative images; "
           f"data ready in {time.perf_counter() - t0:.1f} s")
+    hits = tuple(float(h) for h in args.hit_rates.split(","))
     cascade = train_mct_cascade(pos, negs, stage_positions=stages, negatives_per_stage=args.negatives,
+                                stage_hit_rate=hits[0] if len(hits) == 1 else hits,
                                 max_rounds=rounds, validation=val, seed=args.seed, step=1, progress=True, meta=meta)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     save_mct_cascade(cascade, args.out)

@@ -435,6 +435,10 @@ def test_training_argument_errors() -> None:
         train_mct_cascade(faces, neg, stage_positions=(2, 3), max_rounds=(1, 2, 3))
     with pytest.raises(ValueError, match="validation"):
         train_mct_cascade(faces, neg, validation=np.zeros((0, 24, 24), np.uint8))
+    with pytest.raises(ValueError, match="stage_hit_rate"):
+        train_mct_cascade(faces, neg, stage_positions=(2, 3), stage_hit_rate=(0.9, 0.9, 0.9))
+    with pytest.raises(ValueError, match="stage_hit_rate"):
+        train_mct_cascade(faces, neg, stage_hit_rate=1.5)
 
 
 # --------------------------------------------------------------------------------------------

@@ -268,8 +268,9 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
         Negative windows per stage: random windows of the images for the first stage, then
         windows that pass the integer cascade trained so far (mined with :class:`MCTDetector`
         on NumPy). When fewer pass, all of them are used; none left ends the training early.
-    stage_hit_rate : float
-        Share of validation faces each stage's threshold keeps (on the quantized integer sums).
+    stage_hit_rate : float or tuple of float
+        Share of validation faces each stage's threshold keeps (on the quantized integer sums);
+        one per stage or one for all.
     stage_false_positive : float
         A stage (but the last) stops once its training negatives pass at most this share.
     max_rounds : int or tuple of int
@@ -344,7 +345,10 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
         raise ValueError(f"max_rounds must be an int or {S} ints, got {max_rounds!r}")
     rounds_per = tuple(_validate.integer(r, "max_rounds", low=1, high=100000) for r in rounds_per)
     n_neg = _validate.integer(negatives_per_stage, "negatives_per_stage", low=1, high=10**7)
-    hit = _validate.real(stage_hit_rate, "stage_hit_rate", positive=True, high=1.0)
+    hit_per = tuple(stage_hit_rate) if isinstance(stage_hit_rate, (tuple, list)) else (stage_hit_rate,) * S
+    if len(hit_per) != S:
+        raise ValueError(f"stage_hit_rate must be a float or {S} floats, got {stage_hit_rate!r}")
+    hit_per = tuple(_validate.real(h, "stage_hit_rate", positive=True, high=1.0) for h in hit_per)
     target_fp = _validate.real(stage_false_positive, "stage_false_positive", positive=True, high=1.0)
     sf = _validate.real(scale_factor, "scale_factor", positive=True, high=10.0)
     if sf <= 1.0:
@@ -379,7 +383,8 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
             break
         neg_codes = _window_codes(neg_windows)
         # Validation faces that reach this stage (the earlier thresholds already dropped some).
-        keys, stage_luts, thr, rounds, fp = _train_stage(pos_codes, neg_codes, val_codes, caps[j], rounds_per[j], hit,
+        keys, stage_luts, thr, rounds, fp = _train_stage(pos_codes, neg_codes, val_codes, caps[j], rounds_per[j],
+                                                         hit_per[j],
                                                          target_fp if j < S - 1 else -1.0, n_positions, None)
         val_sums = _integer_sums(val_codes, keys, stage_luts)
         val_codes = val_codes[val_sums <= thr]
@@ -409,7 +414,7 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
     info = dict(meta or {})
     info.update(
         recipe=dict(method="real-adaboost-lut", lut_bits=LUT_BITS, stage_positions=list(caps),
-                    negatives_per_stage=n_neg, stage_hit_rate=hit, stage_false_positive=target_fp,
+                    negatives_per_stage=n_neg, stage_hit_rate=list(hit_per), stage_false_positive=target_fp,
                     max_rounds=list(rounds_per), scale_factor=sf, step=stp, positives=int(positives.shape[0]),
                     validation=int(val_img.shape[0]), negative_images=len(negs)),
         seed=sd, stages=records, train_seconds=round(time.perf_counter() - t0, 1))

@@ -65,12 +65,14 @@ def main() -> None:
     ap.add_argument("--jax", action="store_true", help="also JAX on the CPU")
     ap.add_argument("--memory", action="store_true")
     args = ap.parse_args()
-    import cv2
+    import tempfile
 
-    from portcv.detect._detector import resolve_cascade_path
+    import cv2
+    from cascade_cpu import cascade_file  # tools/: scikit-image's LBP copy with its tag typo fixed
 
     cv2.setNumThreads(args.threads)
-    lbp = cv2.CascadeClassifier(resolve_cascade_path("lbpcascade_frontalface_opencv.xml"))
+    lbp = cv2.CascadeClassifier(cascade_file("lbp", tempfile.mkdtemp()))
+    assert not lbp.empty()
     det = portcv.detect.MCTDetector.default()
     print("| frame | portcv NumPy [ms] | " + ("portcv JAX-CPU [ms] | " if args.jax else "")
           + f"cv2 LBP, {args.threads} threads [ms] | NumPy / cv2 | windows | alive after stages 0..4 |")

@@ -228,10 +228,16 @@ class MCT(Benchmark):
             cv2 = peer_module(OPENCV)
             from portcv.detect._detector import resolve_cascade_path
 
+            import tempfile
+
             try:
-                cc = cv2.CascadeClassifier(resolve_cascade_path(LBP_CASCADE))
+                text = open(resolve_cascade_path(LBP_CASCADE), "rb").read()
             except FileNotFoundError as exc:
                 raise NotImplementedError(str(exc)) from exc
+            fixed = tempfile.mktemp(suffix=".xml")  # scikit-image's copy misspells featureParams: cv2 refuses it
+            with open(fixed, "wb") as fh:
+                fh.write(text.replace(b"featuhreParams", b"featureParams"))
+            cc = cv2.CascadeClassifier(fixed)
             fn = functools.partial(cc.detectMultiScale2, scaleFactor=MCT_PARAMS["scale_factor"],
                                    minNeighbors=MCT_PARAMS["min_neighbors"], minSize=MCT_PARAMS["min_size"])
         else:

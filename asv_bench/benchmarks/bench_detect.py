@@ -277,7 +277,7 @@ class MCTCascadeFile(Benchmark):
     def setup(self, where):
         import tempfile
 
-        self.cascade = portcv.detect.load_mct_cascade()
+        self.cascade = portcv.detect.load_mct_cascade("mct_frontalface_24.npz")
         self.path = tempfile.mktemp(suffix=".npz")
         portcv.detect.save_mct_cascade(self.cascade, self.path)
 

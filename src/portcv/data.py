@@ -211,6 +211,13 @@ def fetch_pyvision(*, cache: Any = None) -> str:
     RuntimeError
         pip failed (offline, say) or the archive does not match the pinned checksum; the
         message gives the command to run by hand.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> path = portcv.data.fetch_pyvision()   # doctest: +SKIP
+    >>> path.endswith("pyvision_toolkit-1.3.6.tar.gz")   # doctest: +SKIP
+    True
     """
     import hashlib
     import os
@@ -307,6 +314,13 @@ def csu_scrapshots(*, cache: Any = None, download: bool = True) -> tuple[list, n
         ``(left x, left y, right x, right y)`` of the eye centres (``coords.txt``).
     names : list of str
         The file names without extension (``'00001aa'``, ...), sorted.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> images, identities, eyes, names = portcv.data.csu_scrapshots()   # doctest: +SKIP
+    >>> len(images), len(set(identities.tolist())), eyes.shape            # doctest: +SKIP
+    (173, 30, (173, 4))
     """
     with _pyvision_archive(cache, download) as tar:
         base = _PYVISION_DATA + "csuScrapShots/"
@@ -331,6 +345,13 @@ def nonface_images(*, split: str = "all", cache: Any = None, download: bool = Tr
 
     ``split``: ``'train'`` (photos 1-35), ``'validation'`` (36-43), ``'test'`` (44-51) or
     ``'all'``; in photo-number order. Needs imageio (``pip install 'portcv[io]'``) for the JPEGs.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> photos = portcv.data.nonface_images(split="test")   # doctest: +SKIP
+    >>> len(photos), photos[0].shape                         # doctest: +SKIP
+    (8, (480, 640, 3))
     """
     if split not in ("all", *NONFACE_SPLITS):
         raise ValueError(f"split must be one of {('all', *NONFACE_SPLITS)}, got {split!r}")
@@ -350,6 +371,13 @@ def lfw_subset() -> tuple[np.ndarray, np.ndarray]:
     scikit-image stores float64 in [0, 1] (not uint8, whatever its docstring says); portcv
     quantizes with ``rint(x * 255)``. The faces are tight crops (eyebrows to chin) without
     identity labels; the non-faces are mostly flat or edge backgrounds.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> faces, nonfaces = portcv.data.lfw_subset()
+    >>> faces.shape, faces.dtype
+    ((100, 25, 25), dtype('uint8'))
     """
     from skimage import data as skdata
 
@@ -365,7 +393,15 @@ SKIMAGE_NEGATIVES = ("brick", "grass", "gravel", "coins", "coffee", "rocket", "h
 
 def skimage_negatives() -> list:
     """Gray uint8 versions of scikit-image's face-free sample images (``SKIMAGE_NEGATIVES``; RGB
-    through portcv's ``rgb_to_gray``, alpha dropped, bool and float images scaled to 0..255)."""
+    through portcv's ``rgb_to_gray``, alpha dropped, bool and float images scaled to 0..255).
+
+    Examples
+    --------
+    >>> import portcv
+    >>> negatives = portcv.data.skimage_negatives()
+    >>> len(negatives) == len(portcv.data.SKIMAGE_NEGATIVES), negatives[0].dtype
+    (True, dtype('uint8'))
+    """
     from skimage import data as skdata
 
     from . import color
@@ -390,7 +426,14 @@ def skimage_negatives() -> list:
 def face_box(eyes: Any) -> np.ndarray:
     """The face box ``[x, y, w, h]`` (float64) of eye centres ``(lx, ly, rx, ry)``: cv2's Haar
     default box geometry measured on CSU ScrapShots (``w = 2.54 x`` the eye distance, eye midpoint at
-    ``(0.49 w, 0.38 w)``), the geometry the MCT cascade is trained with."""
+    ``(0.49 w, 0.38 w)``), the geometry the MCT cascade is trained with.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> [round(float(v), 2) for v in portcv.data.face_box((10, 20, 30, 20))]
+    [-4.89, 0.7, 50.8, 50.8]
+    """
     from .detect._mct_train import BOX_PER_EYE_DISTANCE, EYE_MID
 
     lx, ly, rx, ry = (float(v) for v in eyes)
@@ -408,6 +451,13 @@ def face_scenes(*, seed: int = 0, count: int = 12, size: tuple[int, int] = (640,
     height relative to 480) and pasted without overlap into pyvision's test face-free photos
     44-51 (gray; resized to ``size`` when it differs from theirs, a portrait photo transposed).
     3 to 8 faces per scene; ``boxes`` is ``(n, 4)`` float64 ``[x, y, w, h]``. Seeded.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> scenes = portcv.data.face_scenes(seed=0, count=2)   # doctest: +SKIP
+    >>> scenes[0][0].shape, scenes[0][1].shape[1]          # doctest: +SKIP
+    ((480, 640), 4)
     """
     from . import color, transform
 

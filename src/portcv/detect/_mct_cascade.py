@@ -161,9 +161,11 @@ def save_mct_cascade(cascade: MCTCascade, path: Any) -> None:
     Examples
     --------
     >>> import os, tempfile, portcv
-    >>> c = portcv.detect.MCTDetector.default().cascade          # doctest: +SKIP
-    >>> p = os.path.join(tempfile.mkdtemp(), "c.npz")             # doctest: +SKIP
-    >>> portcv.detect.save_mct_cascade(c, p)                      # doctest: +SKIP
+    >>> c = portcv.detect.MCTDetector.default().cascade
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.npz")
+    >>> portcv.detect.save_mct_cascade(c, p)
+    >>> portcv.detect.load_mct_cascade(p).n_stages
+    5
     """
     if not isinstance(cascade, MCTCascade):
         raise TypeError(f"cascade must be a portcv.detect.MCTCascade, got {type(cascade).__name__}")
@@ -185,13 +187,13 @@ def save_mct_cascade(cascade: MCTCascade, path: Any) -> None:
             zf.writestr(info, buf.getvalue())
 
 
-def load_mct_cascade(path: Any = BUNDLED) -> MCTCascade:
+def load_mct_cascade(path: Any) -> MCTCascade:
     """Read an MCT cascade ``.npz`` written by :func:`save_mct_cascade`.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A file path, or the bundled cascade's name ``'mct_frontalface_24.npz'`` (the default).
+        A file path, or the bundled cascade's name ``'mct_frontalface_24.npz'``.
 
     Returns
     -------
@@ -210,7 +212,7 @@ def load_mct_cascade(path: Any = BUNDLED) -> MCTCascade:
     Examples
     --------
     >>> import portcv
-    >>> c = portcv.detect.load_mct_cascade()
+    >>> c = portcv.detect.load_mct_cascade("mct_frontalface_24.npz")
     >>> c.window, c.lut.shape[1]
     ((24, 24), 512)
     """

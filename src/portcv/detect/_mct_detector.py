@@ -49,6 +49,22 @@ def stage_sums_kernel(xp: Any, codes: Any, offsets: Any, position_offsets: Any, 
     return total
 
 
+@stage_sums_kernel.override("numpy")
+def _stage_sums_numpy(codes: Any, offsets: Any, position_offsets: Any, lut: Any, *, begin: int, end: int) -> Any:
+    # Position by position with 1-D gathers into a reused index buffer and an in-place int32
+    # sum: each position reads its 1 KB LUT row and one code per window in ascending order
+    # (the windows are sorted), where the portable 2-D chunks jump between rows. The same
+    # int16 terms, the same exact int32 sum.
+    codes, offsets, position_offsets = np.asarray(codes), np.asarray(offsets), np.asarray(position_offsets)
+    rows = np.asarray(lut).reshape(-1, LUT_WIDTH)
+    total = np.zeros(offsets.shape[0], np.int32)
+    where = np.empty(offsets.shape[0], np.intp)
+    for k in range(begin, end):
+        np.add(offsets, position_offsets[k], out=where)
+        total += rows[k].take(codes.take(where))
+    return total
+
+
 def _segment(codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any, thresholds: Any, *,
              stages: tuple, cap: int) -> tuple:
     """Stages ``stages`` (``((begin, end), ...)`` with their index) on the plan's first ``count``

@@ -6,7 +6,6 @@ import io
 import itertools
 import json
 import os
-import zipfile
 
 import numpy as np
 import pytest

@@ -200,7 +200,7 @@ def _threshold(sums: np.ndarray, hit_rate: float) -> int:
 
 
 def _train_stage(pos: np.ndarray, neg: np.ndarray, val: np.ndarray, cap: int, max_rounds: int, hit_rate: float,
-                 target_fp: float, n_positions: int, log: Any) -> tuple:
+                 target_fp: float, n_positions: int) -> tuple:
     """One stage: ``(positions, int16 LUTs, threshold, rounds, negative pass rate)``."""
     codes = np.concatenate([pos, neg])
     n = codes.shape[0]
@@ -385,7 +385,7 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
         # Validation faces that reach this stage (the earlier thresholds already dropped some).
         keys, stage_luts, thr, rounds, fp = _train_stage(pos_codes, neg_codes, val_codes, caps[j], rounds_per[j],
                                                          hit_per[j],
-                                                         target_fp if j < S - 1 else -1.0, n_positions, None)
+                                                         target_fp if j < S - 1 else -1.0, n_positions)
         val_sums = _integer_sums(val_codes, keys, stage_luts)
         val_codes = val_codes[val_sums <= thr]
         pos_codes = pos_codes[_integer_sums(pos_codes, keys, stage_luts) <= thr]

@@ -29,10 +29,13 @@ NOT_IMAGE_FIRST = {
     "delta_encode", "delta_decode",  # codec: (frame, reference) / (reference, diffs, ...)
     "heatmap", "noise_map", "heatmap_colors", "glyph_atlas",  # draw: (previous, current) / tables
     "load_cascade", "group_rectangles", "detect_video",  # detect: a file, rectangles, (detector, frames)
+    "load_mct_cascade", "save_mct_cascade", "train_mct_cascade",  # detect: files, (faces, images)
     "difference", "density", "regions", "cell_bounds", "detect_motion",  # motion: frame pairs, maps, shapes
     "encode_keyframe", "encode_delta", "encode_end", "parse_header", "synthetic_source",  # stream: packets
     "iter_frames", "read_video", "write_video", "fps_statistics", "run_motion",  # video: files, timings
-    "synthetic_rgb", "moving_shapes", "csu_scrapshots",  # data: shapes, a fetched data set
+    "synthetic_rgb", "moving_shapes",  # data: shapes
+    "fetch_pyvision", "csu_scrapshots", "csu_faces", "nonface_images", "lfw_subset", "skimage_negatives", "face_box",
+    "face_scenes",  # data: the offline face sets (a cache folder, eye coordinates, scene options)
     "sqeuclidean", "cdist", "nearest", "quantize_features",  # distance: feature matrices (F, D), x
     "chi_square",  # recognize: (query, gallery) histograms (and nearest, above)
     "convolve3d", "fft_error_bound", "quantize_kernel", "gabor_kernel3d",  # volume: video, shapes, kernels

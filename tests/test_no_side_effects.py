@@ -55,6 +55,11 @@ CALLS = {
     "color.binarize": (lambda i: portcv.color.binarize(i, 100), (GRAY,)),
     "color.binarize_auto": (portcv.color.binarize_auto, (GRAY,)),
     "detect.group_rectangles": (lambda r: portcv.detect.group_rectangles(r, 1), (RECTS,)),
+    "detect.mct": (portcv.detect.mct, (GRAY,)),
+    "detect.train_mct_cascade": (lambda f, n: portcv.detect.train_mct_cascade(
+        f, [n], stage_positions=(2,), negatives_per_stage=50, max_rounds=2),
+        (np.stack([np.roll(GRAY[:24, :24], k, axis=1) for k in range(8)]), GRAY)),
+    "data.face_box": (portcv.data.face_box, (np.array([10, 20, 30, 20]),)),
     "distance.sqeuclidean": (portcv.distance.sqeuclidean, (FEATURES, FEATURES[::-1].copy())),
     "distance.cdist": (lambda f, d: portcv.distance.cdist(f, d, "sqeuclidean"), (FEATURES, FEATURES[::-1].copy())),
     "distance.nearest": (lambda f, d: portcv.distance.nearest(f, d, k=2), (FEATURES, FEATURES[::-1].copy())),
@@ -109,7 +114,9 @@ CALLS = {
 }
 #: Public functions that take no arrays (files, sizes, tables, scalars) or are iterators/classes.
 NO_ARRAY_INPUT = {
-    "data.synthetic_rgb", "data.moving_shapes", "data.csu_scrapshots", "detect.load_cascade", "detect.detect_video", "draw.heatmap_colors",
+    "data.synthetic_rgb", "data.moving_shapes", "detect.load_cascade", "detect.detect_video", "draw.heatmap_colors",
+    "data.fetch_pyvision", "data.csu_scrapshots", "data.csu_faces", "data.nonface_images", "data.lfw_subset", "data.skimage_negatives",
+    "data.face_scenes", "detect.load_mct_cascade", "detect.save_mct_cascade",
     "filters.gaussian_taps_q8", "filters.gaussian_kernel", "motion.cell_bounds",
     "stream.encode_end", "stream.parse_header", "stream.synthetic_source", "video.iter_frames", "video.read_video",
     "video.write_video", "video.fps_statistics", "video.run_motion", "volume.fft_error_bound", "volume.gabor_kernel3d",

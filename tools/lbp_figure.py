@@ -3,7 +3,7 @@ weights, and the 59-bin histograms of three regions.
 
     PYTHONPATH=src python tools/lbp_figure.py
 
-The face is the first CSU ScrapShots crop (``portcv.data.csu_scrapshots()``, fetched once into
+The face is the first CSU ScrapShots crop (``portcv.data.csu_faces()``, fetched once into
 the user cache); without it, the astronaut of scikit-image. Needs matplotlib.
 """
 
@@ -25,7 +25,7 @@ OUT = Path(__file__).resolve().parent.parent / "docs" / "img" / "recognize-lbp.p
 
 def face() -> tuple[np.ndarray, str]:
     try:
-        faces, _ = portcv.data.csu_scrapshots(download=False)
+        faces, _ = portcv.data.csu_faces(download=False)
         return faces[0], "CSU ScrapShots 00001aa\n(eye-aligned, 130 x 150)"
     except portcv.data.DataUnavailableError:
         from skimage import data

@@ -6,7 +6,7 @@ extraction per face, and the recognition accuracy on CSU ScrapShots next to Open
 
 Runs on the host (NumPy backend; the GPU tables come from asv on the H100). Needs scikit-image,
 opencv-contrib-python-headless (cv2.face) and the cached CSU faces
-(``portcv.data.csu_scrapshots()`` fetches them once).
+(``portcv.data.csu_faces()`` fetches them once).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def table_4_3(sizes=(1000, 5000)) -> None:
 def accuracy() -> None:
     import cv2
 
-    faces, labels = portcv.data.csu_scrapshots()
+    faces, labels = portcv.data.csu_faces()
     n = len(faces)
 
     def leave_one_out(**kw) -> int:

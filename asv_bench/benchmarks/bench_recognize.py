@@ -1,7 +1,7 @@
 """portcv.recognize: the thesis's Table 4.2 (LBP feature extraction) and Table 4.3 (1-NN by the
 weighted chi-square), with peers in the same run.
 
-Faces are CSU ScrapShots crops (130 x 150, eye-aligned; :func:`portcv.data.csu_scrapshots`,
+Faces are CSU ScrapShots crops (130 x 150, eye-aligned; :func:`portcv.data.csu_faces`,
 fetched once into the user cache) when cached, else seeded random 130 x 150 images (LBP timing
 does not depend on the content; a benchmark never downloads).
 
@@ -67,7 +67,7 @@ THESIS_4_3_GPU_MS = {
 def faces() -> np.ndarray:
     """(n, 150, 130) uint8 faces: the cached CSU crops, or seeded noise (read-only)."""
     try:
-        out, _ = portcv.data.csu_scrapshots(download=False)
+        out, _ = portcv.data.csu_faces(download=False)
     except portcv.data.DataUnavailableError:
         out = np.random.default_rng(2012).integers(0, 256, (173, 150, 130), dtype=np.uint8)
     out.flags.writeable = False

@@ -1,4 +1,12 @@
-"""Sample images, generated (no files, no network) so demos, tests and benchmarks are reproducible."""
+"""Sample images: generated ones (no files, no network) and the offline face data of the MCT detector.
+
+The generators (:func:`synthetic_rgb`, :func:`moving_shapes`) make demos, tests and benchmarks
+reproducible. The face loaders (:func:`csu_scrapshots`, :func:`nonface_images`,
+:func:`lfw_subset`, :func:`skimage_negatives`) read data that exists offline as installable
+packages: the ``pyvision-toolkit`` 1.3.6 source archive from the Python package index (fetched
+once into a user cache with ``pip download``, pinned by version and sha256, never at import) and
+scikit-image's sample data.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["synthetic_rgb", "moving_shapes", "csu_scrapshots", "DataUnavailableError"]
+__all__ = ["synthetic_rgb", "moving_shapes", "fetch_pyvision", "csu_scrapshots", "csu_faces", "nonface_images", "lfw_subset",
+           "skimage_negatives", "face_box", "face_scenes", "DataUnavailableError"]
 
 
 def synthetic_rgb(height: int = 480, width: int = 640, *, seed: int = 0) -> np.ndarray:
@@ -163,5 +172,347 @@ def _seed(seed: Any) -> int:
     return int(seed)
 
 
-# Identity-labelled faces (fetched once into a user cache, never at import): portcv.recognize's data.
-from .recognize._faces_data import DataUnavailableError, csu_scrapshots  # noqa: E402
+# --------------------------------------------------------------------------------------------
+# Offline face data (the MCT detector's training and evaluation sets)
+# --------------------------------------------------------------------------------------------
+#: The pinned source archive: pyvision-toolkit 1.3.6 (D. Bolme, BSD), an sdist on the package index.
+PYVISION_VERSION = "1.3.6"
+PYVISION_ARCHIVE = f"pyvision_toolkit-{PYVISION_VERSION}.tar.gz"
+PYVISION_SHA256 = "d6f49cf532e71d8130b63066fcb8424764b797df003be1d1b1688b3bec04a100"
+PYVISION_BYTES = 22_939_771
+_PYVISION_DATA = f"pyvision_toolkit-{PYVISION_VERSION}/src/pyvision/data/"
+
+
+class DataUnavailableError(RuntimeError):
+    """A data set is not in the cache and could not be fetched (offline, or a checksum mismatch);
+    the message says what to run."""
+
+
+def cache_dir(path: Any = None) -> str:
+    """The folder of downloaded data: ``path``, else ``$PORTCV_DATA``, else ``~/.cache/portcv``."""
+    import os
+
+    if path is not None:
+        return os.fspath(path)
+    return os.environ.get("PORTCV_DATA") or os.path.join(os.path.expanduser("~"), ".cache", "portcv")
+
+
+def _fetch_command(folder: str) -> str:
+    return (f"python -m pip download --no-deps --no-binary :all: pyvision-toolkit=={PYVISION_VERSION} "
+            f"-d {folder}")
+
+
+def fetch_pyvision(*, cache: Any = None) -> str:
+    """Download the pinned ``pyvision-toolkit`` sdist into the cache once; return its path.
+
+    Runs ``python -m pip download --no-deps --no-binary :all: pyvision-toolkit==1.3.6 -d CACHE``
+    (pip prepares the package's metadata, which runs its ``setup.py``: it only lists its data
+    folder) and checks the archive's size and sha256. The package is never installed: its
+    images are read from the archive with :mod:`tarfile`. Nothing is downloaded when the
+    checked archive is already there.
+
+    Raises
+    ------
+    DataUnavailableError
+        pip failed (offline, say) or the archive does not match the pinned checksum; the
+        message gives the command to run by hand.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> path = portcv.data.fetch_pyvision()   # doctest: +SKIP
+    >>> path.endswith("pyvision_toolkit-1.3.6.tar.gz")   # doctest: +SKIP
+    True
+    """
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    folder = cache_dir(cache)
+    path = os.path.join(folder, PYVISION_ARCHIVE)
+    if not os.path.isfile(path):
+        os.makedirs(folder, exist_ok=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+               f"pyvision-toolkit=={PYVISION_VERSION}", "-d", folder]
+        try:  # bounded: an unreachable index must not hang the caller
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            said = run.stderr.strip()[-300:] if run.returncode != 0 else "no archive"
+        except (subprocess.TimeoutExpired, OSError) as exc:
+            run, said = None, f"{type(exc).__name__}: {exc}"
+        if run is None or run.returncode != 0 or not os.path.isfile(path):
+            raise DataUnavailableError(f"could not download pyvision-toolkit {PYVISION_VERSION} (pip said: "
+                                       f"{said}); run `{_fetch_command(folder)}` where the package "
+                                       "index is reachable and copy the archive into that folder")
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != PYVISION_SHA256:
+        raise DataUnavailableError(f"{path} has sha256 {digest.hexdigest()}, not the pinned {PYVISION_SHA256}; "
+                                   f"delete it and run `{_fetch_command(folder)}`")
+    return path
+
+
+def _pyvision_archive(cache: Any, download: bool) -> Any:
+    """The opened, checked archive (a ``tarfile.TarFile``)."""
+    import os
+    import tarfile
+
+    folder = cache_dir(cache)
+    path = os.path.join(folder, PYVISION_ARCHIVE)
+    if not os.path.isfile(path) and not download:
+        raise DataUnavailableError(f"the face data is not in the cache ({path}); run "
+                                f"`python -c 'import portcv.data as d; d.fetch_pyvision()'` or "
+                                f"`{_fetch_command(folder)}`")
+    return tarfile.open(fetch_pyvision(cache=cache), "r:gz")
+
+
+def _decode(data: bytes, name: str) -> np.ndarray:
+    """A PGM (parsed here) or a JPEG (through imageio, the ``io`` extra) as uint8."""
+    if data[:2] == b"P5":
+        return _read_pgm(data, name)
+    try:
+        import imageio.v3 as iio
+    except ImportError:
+        raise ImportError(f"reading {name} needs imageio: pip install 'portcv[io]'") from None
+    return np.asarray(iio.imread(data, extension="." + name.rsplit(".", 1)[-1]), dtype=np.uint8)
+
+
+def _read_pgm(data: bytes, name: str) -> np.ndarray:
+    """Binary 8-bit PGM (P5): header fields separated by whitespace, ``#`` comments."""
+    fields: list[bytes] = []
+    pos = 2
+    while len(fields) < 3:
+        while data[pos : pos + 1].isspace():
+            pos += 1
+        if data[pos : pos + 1] == b"#":
+            pos = data.index(b"\n", pos) + 1
+            continue
+        end = pos
+        while not data[end : end + 1].isspace():
+            end += 1
+        fields.append(data[pos:end])
+        pos = end
+    width, height, maxval = (int(f) for f in fields)
+    if maxval > 255:
+        raise ValueError(f"{name}: 16-bit PGM is not supported")
+    pixels = np.frombuffer(data, np.uint8, count=width * height, offset=pos + 1)
+    return pixels.reshape(height, width).copy()
+
+
+def csu_scrapshots(*, cache: Any = None, download: bool = True) -> tuple[list, np.ndarray, np.ndarray, list]:
+    """CSU ScrapShots: 173 gray frontal face photos of 30 people with eye coordinates.
+
+    From the ``pyvision-toolkit`` 1.3.6 archive (:func:`fetch_pyvision`): old scanned portraits,
+    200 px wide, 188-313 px tall.
+
+    Parameters
+    ----------
+    cache : path, optional
+        The data folder (:func:`cache_dir`).
+    download : bool
+        Fetch the archive when it is not cached (False: raise DataUnavailableError instead).
+
+    Returns
+    -------
+    images : list of (H, W) uint8 arrays
+    identities : (173,) int32
+        The person (1..30, the file name's number), for identity-disjoint splits.
+    eyes : (173, 4) int32
+        ``(left x, left y, right x, right y)`` of the eye centres (``coords.txt``).
+    names : list of str
+        The file names without extension (``'00001aa'``, ...), sorted.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> images, identities, eyes, names = portcv.data.csu_scrapshots()   # doctest: +SKIP
+    >>> len(images), len(set(identities.tolist())), eyes.shape            # doctest: +SKIP
+    (173, 30, (173, 4))
+    """
+    with _pyvision_archive(cache, download) as tar:
+        base = _PYVISION_DATA + "csuScrapShots/"
+        coords = {}
+        for line in tar.extractfile(base + "coords.txt").read().decode().splitlines():
+            parts = line.split()
+            if len(parts) == 5:
+                coords[parts[0]] = [int(v) for v in parts[1:]]
+        names = sorted(coords)
+        images = [_decode(tar.extractfile(base + n + ".pgm").read(), n + ".pgm") for n in names]
+    identities = np.array([int(n[:5]) for n in names], np.int32)
+    eyes = np.array([coords[n] for n in names], np.int32)
+    return images, identities, eyes, names
+
+
+#: ``nonface_images`` splits of the 51 photos (1-based numbers): train, validation, test.
+NONFACE_SPLITS = {"train": range(1, 36), "validation": range(36, 44), "test": range(44, 52)}
+
+
+def nonface_images(*, split: str = "all", cache: Any = None, download: bool = True) -> list:
+    """pyvision's 51 face-free colour photos (640x480 or 480x640, nature and buildings), RGB uint8.
+
+    ``split``: ``'train'`` (photos 1-35), ``'validation'`` (36-43), ``'test'`` (44-51) or
+    ``'all'``; in photo-number order. Needs imageio (``pip install 'portcv[io]'``) for the JPEGs.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> photos = portcv.data.nonface_images(split="test")   # doctest: +SKIP
+    >>> len(photos), photos[0].shape                         # doctest: +SKIP
+    (8, (480, 640, 3))
+    """
+    if split not in ("all", *NONFACE_SPLITS):
+        raise ValueError(f"split must be one of {('all', *NONFACE_SPLITS)}, got {split!r}")
+    numbers = range(1, 52) if split == "all" else NONFACE_SPLITS[split]
+    with _pyvision_archive(cache, download) as tar:
+        out = []
+        for k in numbers:
+            name = f"NONFACE_{k}.jpg"
+            img = _decode(tar.extractfile(_PYVISION_DATA + "nonface/" + name).read(), name)
+            out.append(img if img.ndim == 3 else np.repeat(img[..., None], 3, axis=-1))
+    return out
+
+
+def lfw_subset() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-image's LFW subset as uint8: ``(faces (100, 25, 25), non-faces (100, 25, 25))``.
+
+    scikit-image stores float64 in [0, 1] (not uint8, whatever its docstring says); portcv
+    quantizes with ``rint(x * 255)``. The faces are tight crops (eyebrows to chin) without
+    identity labels; the non-faces are mostly flat or edge backgrounds.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> faces, nonfaces = portcv.data.lfw_subset()
+    >>> faces.shape, faces.dtype
+    ((100, 25, 25), dtype('uint8'))
+    """
+    from skimage import data as skdata
+
+    x = np.rint(np.asarray(skdata.lfw_subset(), np.float64) * 255.0).astype(np.uint8)
+    return x[:100].copy(), x[100:].copy()
+
+
+#: scikit-image sample images without faces (chelsea, a cat, is a hard negative).
+SKIMAGE_NEGATIVES = ("brick", "grass", "gravel", "coins", "coffee", "rocket", "horse", "moon", "page", "text",
+                     "hubble_deep_field", "immunohistochemistry", "retina", "cell", "clock", "logo",
+                     "microaneurysms", "chelsea", "motorcycle")
+
+
+def skimage_negatives() -> list:
+    """Gray uint8 versions of scikit-image's face-free sample images (``SKIMAGE_NEGATIVES``; RGB
+    through portcv's ``rgb_to_gray``, alpha dropped, bool and float images scaled to 0..255).
+
+    Examples
+    --------
+    >>> import portcv
+    >>> negatives = portcv.data.skimage_negatives()
+    >>> len(negatives) == len(portcv.data.SKIMAGE_NEGATIVES), negatives[0].dtype
+    (True, dtype('uint8'))
+    """
+    from skimage import data as skdata
+
+    from . import color
+
+    out = []
+    for name in SKIMAGE_NEGATIVES:
+        if name == "motorcycle":
+            img = skdata.stereo_motorcycle()[0]
+        else:
+            img = getattr(skdata, name)()
+        img = np.asarray(img)
+        if img.dtype == bool:
+            img = img.astype(np.uint8) * 255
+        elif img.dtype != np.uint8:
+            img = np.rint(np.clip(img.astype(np.float64), 0, 1) * 255).astype(np.uint8)
+        if img.ndim == 3:
+            img = np.asarray(color.rgb_to_gray(np.ascontiguousarray(img[..., :3])))
+        out.append(np.ascontiguousarray(img))
+    return out
+
+
+def face_box(eyes: Any) -> np.ndarray:
+    """The face box ``[x, y, w, h]`` (float64) of eye centres ``(lx, ly, rx, ry)``: cv2's Haar
+    default box geometry measured on CSU ScrapShots (``w = 2.54 x`` the eye distance, eye midpoint at
+    ``(0.49 w, 0.38 w)``), the geometry the MCT cascade is trained with.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> [round(float(v), 2) for v in portcv.data.face_box((10, 20, 30, 20))]
+    [-4.89, 0.7, 50.8, 50.8]
+    """
+    from .detect._mct_train import BOX_PER_EYE_DISTANCE, EYE_MID
+
+    lx, ly, rx, ry = (float(v) for v in eyes)
+    w = BOX_PER_EYE_DISTANCE * float(np.hypot(rx - lx, ry - ly))
+    return np.array([(lx + rx) / 2 - EYE_MID[0] * w, (ly + ry) / 2 - EYE_MID[1] * w, w, w])
+
+
+def face_scenes(*, seed: int = 0, count: int = 12, size: tuple[int, int] = (640, 480), face_sizes: tuple = (24, 120),
+                cache: Any = None, download: bool = True) -> list:
+    """Composited test scenes with known face boxes (the MCT evaluation's T2): ``[(gray, boxes)]``.
+
+    Faces of the CSU ScrapShots identities held out of training (``id % 5 == 0``), cut with a
+    margin of 0.3 x the face box on each side (so the paste edge stays outside the face window),
+    resized (``bilinear``) to a face width drawn from ``face_sizes`` (scaled with the scene
+    height relative to 480) and pasted without overlap into pyvision's test face-free photos
+    44-51 (gray; resized to ``size`` when it differs from theirs, a portrait photo transposed).
+    3 to 8 faces per scene; ``boxes`` is ``(n, 4)`` float64 ``[x, y, w, h]``. Seeded.
+
+    Examples
+    --------
+    >>> import portcv
+    >>> scenes = portcv.data.face_scenes(seed=0, count=2)   # doctest: +SKIP
+    >>> scenes[0][0].shape, scenes[0][1].shape[1]          # doctest: +SKIP
+    ((480, 640), 4)
+    """
+    from . import color, transform
+
+    rng = np.random.default_rng(_seed(seed))
+    images, ids, eyes, _ = csu_scrapshots(cache=cache, download=download)
+    faces = [(images[i], eyes[i]) for i in range(len(ids)) if ids[i] % 5 == 0]
+    backgrounds = []
+    for p in nonface_images(split="test", cache=cache, download=download):
+        g = np.asarray(color.rgb_to_gray(p))
+        g = g if g.shape[0] <= g.shape[1] else np.ascontiguousarray(g.T)
+        if (g.shape[1], g.shape[0]) != tuple(size):
+            g = np.asarray(transform.resize(g, size=tuple(size), interpolation="bilinear"))
+        backgrounds.append(g)
+    w, h = size
+    grow = h / 480.0
+    out = []
+    for k in range(count):
+        canvas = backgrounds[k % len(backgrounds)].copy()
+        placed: list = []
+        truth: list = []
+        want = int(rng.integers(3, 9))
+        for _ in range(400):
+            if len(truth) >= want:
+                break
+            img, e = faces[int(rng.integers(len(faces)))]
+            side = int(round(int(rng.integers(face_sizes[0], face_sizes[1] + 1)) * grow))
+            box = face_box(e)
+            margin = 0.3 * box[2]
+            x0, y0 = max(int(round(box[0] - margin)), 0), max(int(round(box[1] - margin)), 0)
+            x1 = min(int(round(box[0] + box[2] + margin)), img.shape[1])
+            y1 = min(int(round(box[1] + box[3] + margin)), img.shape[0])
+            f = side / box[2]
+            cw, ch = max(1, int(round((x1 - x0) * f))), max(1, int(round((y1 - y0) * f)))
+            if cw >= w or ch >= h:
+                continue
+            px, py = int(rng.integers(0, w - cw)), int(rng.integers(0, h - ch))
+            if any(px < bx + bw and bx < px + cw and py < by + bh and by < py + ch for bx, by, bw, bh in placed):
+                continue
+            crop = np.ascontiguousarray(img[y0:y1, x0:x1])
+            canvas[py : py + ch, px : px + cw] = np.asarray(transform.resize(crop, size=(cw, ch),
+                                                                             interpolation="bilinear"))
+            placed.append((px, py, cw, ch))
+            truth.append([px + (box[0] - x0) * f, py + (box[1] - y0) * f, side, side])
+        out.append((canvas, np.array(truth, np.float64).reshape(-1, 4)))
+    return out
+
+
+# Eye-aligned crops of the same faces, for recognition (portcv.recognize's data; built on csu_scrapshots).
+from .recognize._faces_data import csu_faces  # noqa: E402

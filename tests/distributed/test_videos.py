@@ -66,6 +66,18 @@ def test_faces_segments_carry_global_frame_indices(clip):
     assert same_value(pdist.FacesSpec.merge(parts), whole)
 
 
+def test_faces_spec_with_an_mct_cascade_runs_the_mct_detector(clip):
+    spec = pdist.faces("mct_frontalface_24.npz", min_neighbors=1)
+    assert isinstance(spec.detector(), portcv.detect.MCTDetector)
+    got = pdist.process_video(clip, spec, backend="numpy", stop=3)
+    detector = portcv.detect.MCTDetector.default()
+    with portcv.using("numpy"):
+        want = [detector.detect(portcv.color.rgb_to_gray(f), min_neighbors=1)[0]
+                for f in list(portcv.video.iter_frames(clip))[:3]]
+    assert [i for i, _, _ in got] == [0, 1, 2]
+    assert all(np.array_equal(portcv.to_numpy(b), portcv.to_numpy(w)) for (_, b, _), w in zip(got, want))
+
+
 def test_serial_map_videos_keeps_errors_and_runs_any_callable(clip, tmp_path):
     def frame_count(frames, backend):
         return sum(1 for _ in frames)

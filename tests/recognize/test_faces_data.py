@@ -1,5 +1,5 @@
-"""portcv.data.csu_scrapshots: fetched once into the user cache (pinned sha256), clear errors
-when it cannot be, never at import; the eye alignment and the PGM reader."""
+"""portcv.data.csu_faces: fetched once into the user cache (pinned sha256), clear errors
+when it cannot be, never at import; the eye alignment."""
 
 from __future__ import annotations
 
@@ -15,36 +15,33 @@ from portcv.recognize import _faces_data
 
 def test_import_fetches_nothing(tmp_path):
     code = ("import os, portcv, portcv.data, portcv.recognize; "
-            "assert not os.listdir(os.environ['PORTCV_DATA_DIR'])")
-    env = {"PORTCV_DATA_DIR": str(tmp_path), "PATH": "", "PYTHONPATH": str(portcv.__path__[0] + "/..")}
+            "assert not os.listdir(os.environ['PORTCV_DATA'])")
+    env = {"PORTCV_DATA": str(tmp_path), "PATH": "", "PYTHONPATH": str(portcv.__path__[0] + "/..")}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
 
 
-def test_missing_or_tampered_cache_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTCV_DATA_DIR", str(tmp_path))
-    with pytest.raises(portcv.data.DataUnavailableError, match="download=True"):
-        portcv.data.csu_scrapshots(download=False)
-    (tmp_path / _faces_data.PYVISION_SDIST).write_bytes(b"not the archive")
-    with pytest.raises(portcv.data.DataUnavailableError, match="missing"):
-        portcv.data.csu_scrapshots(download=False)
+def test_missing_or_tampered_cache_is_a_clear_error(tmp_path):
+    with pytest.raises(portcv.data.DataUnavailableError, match="pip download"):
+        portcv.data.csu_faces(cache=tmp_path, download=False)
+    (tmp_path / portcv.data.PYVISION_ARCHIVE).write_bytes(b"not the archive")
+    with pytest.raises(portcv.data.DataUnavailableError, match="sha256"):
+        portcv.data.csu_faces(cache=tmp_path, download=False)
 
 
 def test_a_failed_fetch_names_the_command(tmp_path, monkeypatch):
-    monkeypatch.setenv("PORTCV_DATA_DIR", str(tmp_path))
-
     def offline(cmd, **kwargs):
-        raise subprocess.CalledProcessError(1, cmd, stderr=b"ERROR: No matching distribution (offline)")
+        return subprocess.CompletedProcess(cmd, 1, "", "ERROR: No matching distribution (offline)")
 
-    monkeypatch.setattr(_faces_data.subprocess, "run", offline)
+    monkeypatch.setattr(subprocess, "run", offline)
     with pytest.raises(portcv.data.DataUnavailableError, match="pip download"):
-        portcv.data.csu_scrapshots()
+        portcv.data.csu_faces(cache=tmp_path)
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="size"):
-        portcv.data.csu_scrapshots(size=(4, 4), download=False)
+        portcv.data.csu_faces(size=(4, 4), download=False)
     with pytest.raises(ValueError, match="eye_distance"):
-        portcv.data.csu_scrapshots(eye_distance=0, download=False)
+        portcv.data.csu_faces(eye_distance=0, download=False)
 
 
 def test_alignment_puts_the_eyes_in_place():
@@ -57,17 +54,15 @@ def test_alignment_puts_the_eyes_in_place():
     assert abs(centre[0] - 50) < 1.5 and abs(centre[1] - 65) < 30
 
 
-def test_pgm_reader_and_equalization():
+def test_equalization():
     pixels = np.arange(12, dtype=np.uint8).reshape(3, 4) * 20
-    data = b"P5\n# comment\n4 3\n255\n" + pixels.tobytes()
-    np.testing.assert_array_equal(_faces_data._read_pgm(data), pixels)
     eq = _faces_data.equalize(pixels)
     assert eq.min() == 0 and eq.max() == 255 and (np.diff(eq.reshape(-1).astype(int)) > 0).all()
 
 
 def test_the_cached_faces(tmp_path):
     try:
-        faces, labels = portcv.data.csu_scrapshots(size=(64, 80), eye_distance=30, eye_y=30, download=False)
+        faces, labels = portcv.data.csu_faces(size=(64, 80), eye_distance=30, eye_y=30, download=False)
     except portcv.data.DataUnavailableError as exc:
         pytest.skip(f"CSU ScrapShots not cached ({exc})")
     assert faces.shape == (173, 80, 64) and faces.dtype == np.uint8

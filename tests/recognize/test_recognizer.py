@@ -113,7 +113,7 @@ def test_bad_input():
 @pytest.fixture(scope="module")
 def csu():
     try:
-        return portcv.data.csu_scrapshots(download=False)
+        return portcv.data.csu_faces(download=False)
     except portcv.data.DataUnavailableError as exc:
         pytest.skip(f"CSU ScrapShots not cached ({exc})")
 

@@ -56,10 +56,15 @@ def _add_faces_command(sub: Any) -> None:
     )
     p.add_argument("source", nargs="+",
                    help="an image (.png, .jpg, ...) or a video file (.mp4, .mkv, ...); several videos with --cluster")
-    p.add_argument("--cascade", default=DEFAULT_CASCADE,
-                   help=f"a cascade XML path, or a name in cv2.data.haarcascades (default {DEFAULT_CASCADE})")
+    p.add_argument("--detector", choices=("cascade", "mct"), default="cascade",
+                   help="cascade: an OpenCV cascade (default); mct: portcv's MCT detector (Tek's thesis) with "
+                   "its own trained cascade, scale 1.15 by default")
+    p.add_argument("--cascade", default=None,
+                   help=f"a cascade XML path, or a name in cv2.data.haarcascades (default {DEFAULT_CASCADE}); "
+                   "with --detector mct an MCT .npz (default: the bundled mct_frontalface_24.npz)")
     p.add_argument("--backend", default="numpy", help="numpy (default), cupy or jax")
-    p.add_argument("--scale-factor", type=float, default=1.1, help="pyramid scale step, > 1 (default 1.1)")
+    p.add_argument("--scale-factor", type=float, default=None,
+                   help="pyramid scale step, > 1 (default 1.1; 1.15 with --detector mct)")
     p.add_argument("--min-neighbors", type=int, default=5, help="candidates a box needs (default 5)")
     p.add_argument("--min-size", type=_parse_min_size, default=(30, 30),
                    help="smallest object: 30 or WIDTHxHEIGHT (default 30)")
@@ -72,7 +77,18 @@ def _add_faces_command(sub: Any) -> None:
     p.set_defaults(func=_faces_command)
 
 
+def _detector_defaults(args: argparse.Namespace) -> bool:
+    """Fill --cascade and --scale-factor per detector; whether it is the MCT detector."""
+    mct = getattr(args, "detector", "cascade") == "mct"
+    if args.cascade is None:
+        args.cascade = "mct_frontalface_24.npz" if mct else DEFAULT_CASCADE
+    if args.scale_factor is None:
+        args.scale_factor = 1.15 if mct else 1.1
+    return mct
+
+
 def _faces_command(args: argparse.Namespace) -> int:
+    _detector_defaults(args)
     if sources(args, "faces"):
         import portcv.distributed as pdist
 
@@ -98,8 +114,12 @@ def _run(args: argparse.Namespace) -> int:
         b = portcv.backends.get(args.backend)
     except (portcv.BackendUnavailableError, ValueError, TypeError) as exc:
         raise _CommandError(f"--backend: {exc}") from None
+    mct = _detector_defaults(args)
     try:
-        detector = portcv.detect.CascadeDetector.from_opencv(args.cascade)
+        if mct:
+            detector = portcv.detect.MCTDetector(portcv.detect.load_mct_cascade(args.cascade))
+        else:
+            detector = portcv.detect.CascadeDetector.from_opencv(args.cascade)
     except FileNotFoundError as exc:
         raise _CommandError(f"--cascade: {exc}") from None
     except ValueError as exc:

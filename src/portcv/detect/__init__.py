@@ -24,7 +24,12 @@ from ._cascade_detector import CascadeDetector, load_cascade
 from ._detector import GROUP_EPS
 from ._group import group_rectangles
 from ._video import VideoDetections, detect_video
+from ._mct import mct
+from ._mct_cascade import MCTCascade, load_mct_cascade, save_mct_cascade
+from ._mct_detector import MCTDetector
+from ._mct_train import train_mct_cascade
 from ._xml import Cascade
 
 __all__ = ["Cascade", "CascadeDetector", "load_cascade", "group_rectangles", "GROUP_EPS", "detect_video",
-           "VideoDetections"]
+           "VideoDetections", "mct", "MCTCascade", "load_mct_cascade", "save_mct_cascade", "MCTDetector",
+           "train_mct_cascade"]

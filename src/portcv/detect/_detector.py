@@ -260,6 +260,38 @@ def _axis_entries(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: floa
     raise RuntimeError(f"unexpected resize arithmetic {arith!r} for a {n_src} -> {n_dst} pyramid level")
 
 
+def packed_pyramid_maps(width: int, height: int, sizes: list[tuple[int, int]]) -> tuple:
+    """``(packed_shape, placements, maps)`` of a packed pyramid of ``sizes`` from a ``width x
+    height`` image: ``transform.pack_pyramid``'s default width and shelves (gap 1), each level's
+    ``(x, y, w, h)``, and :func:`portcv._cascade.pyramid_kernel`'s read-only ``(xmap, ymap,
+    xtab, ytab)``. Shared by the cascade and MCT detectors."""
+    from ..transform._pyramid import pack_layout
+    from ..transform._resize import plan as resize_plan
+
+    wp = max((sizes[0][0] + 31 + 31) // 32 * 32, max(w for w, _ in sizes) + 1)
+    corners, hp = pack_layout(sizes, wp, 1)
+    placements = tuple((x, y, w, h) for (x, y), (w, h) in zip(corners, sizes))
+    xtab = [np.zeros((1, 4), np.int32)]  # entry 0: the fill pixels (zero weights)
+    ytab = [np.zeros((1, 4), np.int32)]
+    xmap = np.zeros((hp, wp), np.int32)
+    ymap = np.zeros((hp, wp), np.int32)
+    nx = ny = 1
+    for (w, h), (x, y) in zip(sizes, corners):
+        arith, _, inv = resize_plan((width, height), (w, h), None, "bilinear_exact", 1)
+        xe = _axis_entries(arith, "x", width, w, inv[0])
+        ye = _axis_entries(arith, "y", height, h, inv[1])
+        ye[:, :2] *= width  # row offsets into the flattened image (< 2**31: checked by image())
+        xtab.append(xe)
+        ytab.append(ye)
+        xmap[y : y + h, x : x + w] = nx + np.arange(w, dtype=np.int32)[None, :]
+        ymap[y : y + h, x : x + w] = ny + np.arange(h, dtype=np.int32)[:, None]
+        nx, ny = nx + w, ny + h
+    maps = (xmap.reshape(-1), ymap.reshape(-1), np.concatenate(xtab), np.concatenate(ytab))
+    for a in maps:
+        a.flags.writeable = False
+    return (hp, wp), placements, maps
+
+
 class ScanGeometry:
     """The host side of a detection for one frame size and set of parameters.
 
@@ -272,8 +304,7 @@ class ScanGeometry:
 
     def __init__(self, width: int, height: int, window: tuple[int, int], scale_factor: float,
                  min_size: tuple[int, int], max_size: tuple[int, int]) -> None:
-        from ..transform._pyramid import pack_layout, pyramid_plan
-        from ..transform._resize import plan as resize_plan
+        from ..transform._pyramid import pyramid_plan
 
         self.width, self.height = width, height
         # OpenCV's scale list with minSize / maxSize: [(float32 factor, (level w, level h)), ...]
@@ -283,29 +314,9 @@ class ScanGeometry:
         self._device: dict[Any, tuple] = {}
         if not self.levels:
             return
-        sizes = [wh for _, wh in self.levels]
-        wp = max((sizes[0][0] + 31 + 31) // 32 * 32, max(w for w, _ in sizes) + 1)
-        corners, hp = pack_layout(sizes, wp, 1)
-        self.packed_shape = (hp, wp)
-        self.placements = tuple((x, y, w, h) for (x, y), (w, h) in zip(corners, sizes))
-        xtab = [np.zeros((1, 4), np.int32)]  # entry 0: the fill pixels (zero weights)
-        ytab = [np.zeros((1, 4), np.int32)]
-        xmap = np.zeros((hp, wp), np.int32)
-        ymap = np.zeros((hp, wp), np.int32)
-        nx = ny = 1
-        for (w, h), (x, y) in zip(sizes, corners):
-            arith, _, inv = resize_plan((width, height), (w, h), None, "bilinear_exact", 1)
-            xe = _axis_entries(arith, "x", width, w, inv[0])
-            ye = _axis_entries(arith, "y", height, h, inv[1])
-            ye[:, :2] *= width  # row offsets into the flattened image (< 2**31: checked by image())
-            xtab.append(xe)
-            ytab.append(ye)
-            xmap[y : y + h, x : x + w] = nx + np.arange(w, dtype=np.int32)[None, :]
-            ymap[y : y + h, x : x + w] = ny + np.arange(h, dtype=np.int32)[:, None]
-            nx, ny = nx + w, ny + h
-        self.maps = (xmap.reshape(-1), ymap.reshape(-1), np.concatenate(xtab), np.concatenate(ytab))
-        for a in self.maps:
-            a.flags.writeable = False
+        self.packed_shape, self.placements, self.maps = packed_pyramid_maps(width, height,
+                                                                             [wh for _, wh in self.levels])
+        wp = self.packed_shape[1]
         self.grid = ScanGrid(tuple(self.levels), self.placements, window, wp + 1)
 
     def on(self, b: Any) -> tuple:

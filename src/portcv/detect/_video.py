@@ -21,6 +21,8 @@ from ..backends import owner_of
 
 #: ``CascadeDetector.detect``'s keyword arguments that :func:`detect_video` passes on.
 DETECT_KEYWORDS = ("scale_factor", "min_neighbors", "min_size", "max_size", "split_stage", "raw", "channel_axis")
+#: ``MCTDetector.detect``'s keyword arguments: the same plus the window ``step`` and ``devices``.
+MCT_DETECT_KEYWORDS = DETECT_KEYWORDS + ("step", "devices")
 
 
 class VideoDetections:
@@ -173,8 +175,8 @@ def detect_video(detector: Any, frames: Any, *, streams: bool = True, **detect_k
 
     Parameters
     ----------
-    detector : CascadeDetector
-        The detector (:meth:`CascadeDetector.from_opencv`).
+    detector : CascadeDetector or MCTDetector
+        The detector (:meth:`CascadeDetector.from_opencv`, :meth:`MCTDetector.default`).
     frames : iterable of (H, W[, C]) uint8 arrays, or a (T, H, W[, C]) array
         Host (NumPy) or device frames: a list, a generator such as
         :func:`portcv.video.iter_frames` (read lazily, one frame ahead), or one array whose
@@ -185,7 +187,8 @@ def detect_video(detector: Any, frames: Any, *, streams: bool = True, **detect_k
         the other backends, which are always sequential.
     **detect_kwargs
         :meth:`CascadeDetector.detect`'s options (``scale_factor``, ``min_neighbors``,
-        ``min_size``, ``max_size``, ``split_stage``, ``raw``, ``channel_axis``), checked now.
+        ``min_size``, ``max_size``, ``split_stage``, ``raw``, ``channel_axis``; an
+        :class:`MCTDetector` also ``step`` and ``devices``), checked now.
 
     Returns
     -------
@@ -221,16 +224,17 @@ def detect_video(detector: Any, frames: Any, *, streams: bool = True, **detect_k
     >>> run.statistics()["pairs"]                                                               # doctest: +SKIP
     3
     """
-    from . import CascadeDetector
+    from . import CascadeDetector, MCTDetector
 
-    if not isinstance(detector, CascadeDetector):
-        raise TypeError(f"detector must be a portcv.detect.CascadeDetector, got {type(detector).__name__}")
+    if not isinstance(detector, (CascadeDetector, MCTDetector)):
+        raise TypeError(f"detector must be a portcv.detect.CascadeDetector or MCTDetector, got {type(detector).__name__}")
+    keywords = MCT_DETECT_KEYWORDS if isinstance(detector, MCTDetector) else DETECT_KEYWORDS
     if not isinstance(streams, bool):
         raise TypeError(f"streams must be a bool, got {type(streams).__name__}")
-    unknown = sorted(set(detect_kwargs) - set(DETECT_KEYWORDS))
+    unknown = sorted(set(detect_kwargs) - set(keywords))
     if unknown:
         raise TypeError(f"detect_video got unknown keyword argument(s) {unknown}; "
-                        f"CascadeDetector.detect takes {list(DETECT_KEYWORDS)}")
+                        f"{type(detector).__name__}.detect takes {list(keywords)}")
     import portcv
 
     probe = np.zeros((1, 1, 3) if detect_kwargs.get("channel_axis") == -1 else (1, 1), np.uint8)

@@ -169,9 +169,12 @@ class FacesSpec:
     def detector(self) -> Any:
         key = ("faces", self.cascade)
         if key not in _DETECTORS:  # once per worker process: parsing a cascade costs ~0.1 s
-            from ..detect import CascadeDetector
+            from ..detect import CascadeDetector, MCTDetector, load_mct_cascade
 
-            _DETECTORS[key] = CascadeDetector.from_opencv(self.cascade)
+            if self.cascade.endswith(".npz"):  # an MCT cascade file (portcv faces --detector mct)
+                _DETECTORS[key] = MCTDetector(load_mct_cascade(self.cascade))
+            else:
+                _DETECTORS[key] = CascadeDetector.from_opencv(self.cascade)
         return _DETECTORS[key]
 
     def __call__(self, frames: Any, backend: str | None = None, first: int = 0) -> list:
@@ -215,6 +218,9 @@ def motion(**params: Any) -> MotionSpec:
 
 def faces(cascade: str = "haarcascade_frontalface_default.xml", **params: Any) -> FacesSpec:
     """A picklable face-detection spec: a cascade name or path and ``CascadeDetector.detect``'s parameters.
+
+    An ``.npz`` cascade (``"mct_frontalface_24.npz"``, the bundled one, or a path) runs
+    :class:`portcv.detect.MCTDetector`; anything else is an OpenCV cascade.
 
     Per file it gives a list of ``(frame index, boxes (n, 4) int32, neighbours (n,) int32)``. The
     worker loads the cascade once per process; the spec itself holds only its name.

@@ -1,0 +1,85 @@
+"""The modified census transform (MCT) of Froeba and Ernst, as Tek's thesis uses it (section 2.1.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _border, _validate
+from .._kernel import kernel
+
+#: MCT codes are 9-bit; 511 (every pixel above the mean) cannot occur.
+MCT_CODES = 511
+#: ``border=`` values of :func:`mct`: ``'valid'`` (the paper's) and portcv's padding modes.
+MCT_BORDERS = ("valid",) + _border.BORDERS
+
+
+@kernel("mct")
+def mct_kernel(xp: Any, img: Any) -> Any:
+    """uint16 MCT codes of the valid interior of ``(..., H, W)`` uint8 (H, W >= 3): ``(..., H-2, W-2)``.
+
+    ``S`` is the 3x3 sum (<= 9 * 255 = 2295, int16); bit ``8 - k`` of the code is ``9 * I_k > S``
+    for the raster index ``k`` of the 3x3 (0 top-left, 4 centre, 8 bottom-right): the thesis's
+    "pixels compared in row-major order", concatenated most significant first. ``9 * I > S`` is
+    ``I > mean`` without a division (exact on every backend).
+    """
+    x = xp.astype(img, xp.int16)
+    h, w = x.shape[-2], x.shape[-1]
+    taps = [x[..., dy : h - 2 + dy, dx : w - 2 + dx] for dy in range(3) for dx in range(3)]
+    total = taps[0]
+    for t in taps[1:]:
+        total = total + t
+    code = xp.zeros(total.shape, dtype=xp.uint16)
+    for k, t in enumerate(taps):
+        code = code + xp.astype(9 * t > total, xp.uint16) * (1 << (8 - k))
+    return code
+
+
+def mct(image: Any, *, border: str = "valid", border_value: int = 0) -> Any:
+    """Modified census transform: one 9-bit code per pixel from its 3x3 neighbourhood and their mean.
+
+    Parameters
+    ----------
+    image : (..., H, W) uint8 array
+        Gray image or a batch of them (leading dims), on any backend.
+    border : {'valid', 'reflect101', 'replicate', 'constant'}
+        ``'valid'`` (default, the paper defines no border): only pixels with a full 3x3
+        neighbourhood, output ``(..., H-2, W-2)`` (needs H, W >= 3). The others pad by one pixel
+        with portcv's border rule first and give ``(..., H, W)``.
+    border_value : int
+        Padding value for ``border='constant'`` (0..255).
+
+    Returns
+    -------
+    (..., H-2, W-2) or (..., H, W) uint16 array on the active backend
+        Codes in 0..510.
+
+    Notes
+    -----
+    Froeba and Ernst (FGR 2004) as written in Tek's thesis (section 2.1.1, eq. 2.1-2.2):
+    ``Gamma(x) = concat_{y in N(x)} zeta(mean(x), I(y))`` over the 3x3 neighbourhood *including*
+    ``x``, ``zeta(a, b) = [a < b]``, in row-major order. portcv fixes the bit order the thesis
+    leaves implicit: top-left is bit 8 (the most significant), the centre bit 4, bottom-right
+    bit 0; and compares ``9 * I > S`` (S the 3x3 sum) instead of ``I > S / 9``: integer and exact
+    on every backend. 511 cannot occur (not every pixel can exceed the mean); a constant patch
+    gives 0. The code is invariant under ``a * I + b`` for ``a > 0`` (without clipping).
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> img = np.array([[0, 0, 0], [0, 9, 0], [0, 0, 9]], np.uint8)
+    >>> int(portcv.detect.mct(img)[0, 0])   # centre (bit 4) and bottom-right (bit 0) above the mean
+    17
+    """
+    border = _validate.choice(border, "border", MCT_BORDERS)
+    img = _validate.image(image)
+    if border == "valid":
+        if img.shape[-1] < 3 or img.shape[-2] < 3:
+            raise ValueError(f"image must be at least 3x3 for border='valid', got shape {tuple(img.shape)}")
+    else:
+        border, value = _border.check(border, border_value)
+        from ..backends import backend
+
+        xp = backend().xp
+        img = _border.pad_axis(xp, img, img.ndim - 1, 1, 1, border, value)
+        img = _border.pad_axis(xp, img, img.ndim - 2, 1, 1, border, value)
+    return mct_kernel(img)

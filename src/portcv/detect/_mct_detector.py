@@ -1,0 +1,423 @@
+"""The MCT face detector: packed pyramid, MCT codes, breadth-first LUT stages, grouping (thesis section 3.1)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from typing import Any
+
+import numpy as np
+
+from .. import _validate, backends
+from .._kernel import kernel
+from ..backends import backend, to_numpy
+from ._cascade import compact_kernel, pyramid_kernel
+from ._detector import GROUP_EPS, check_size_pair, clip_rects, next_capacity, packed_pyramid_maps, to_gray
+from ._group import group_rectangles_impl
+from ._mct import mct_kernel
+from ._mct_cascade import BUNDLED, LUT_WIDTH, MCTCascade, load_mct_cascade
+
+#: The thesis's scan: scale factor 1.15, window step 1 (section 2.1.3).
+DEFAULT_SCALE_FACTOR = 1.15
+#: Largest number of (window x position) gathers one portable step makes: bounds the memory of
+#: the 2-D gathers (``cap x chunk`` int32 indices and codes, 16 MB each at this size).
+GATHER_ELEMENTS = 1 << 22
+
+
+@kernel("mct_stage_sums")
+def stage_sums_kernel(xp: Any, codes: Any, offsets: Any, position_offsets: Any, lut: Any, *, begin: int,
+                      end: int) -> Any:
+    """int32 stage sums ``H = sum_k lut[k, codes[offsets + position_offsets[k]]]``, ``k in [begin, end)``.
+
+    ``codes`` is the flat uint16 MCT image of the packed pyramid, ``offsets`` the windows' flat
+    code offsets, ``lut`` the flat ``(K * 512,)`` int16 table. Terms are int16 and at most 484
+    of them: ``|H| < 2**24``, exact in int32 in any order. The positions are gathered in chunks
+    of at most ``GATHER_ELEMENTS / len(offsets)`` (2-D gathers; one position at a time for
+    the millions of windows of a first stage).
+    """
+    n = offsets.shape[0]
+    chunk = max(1, min(end - begin, GATHER_ELEMENTS // max(n, 1)))
+    total = xp.zeros(n, dtype=xp.int32)
+    for k0 in range(begin, end, chunk):
+        k1 = min(end, k0 + chunk)
+        where = offsets[:, None] + position_offsets[None, k0:k1]
+        code = xp.astype(xp.take(codes, xp.reshape(where, (-1,))), xp.int32)
+        rows = xp.arange(k0, k1, dtype=xp.int32)[None, :] * LUT_WIDTH
+        cost = xp.take(lut, xp.reshape(xp.reshape(code, (n, k1 - k0)) + rows, (-1,)))
+        total = total + xp.sum(xp.reshape(xp.astype(cost, xp.int32), (n, k1 - k0)), axis=1, dtype=xp.int32)
+    return total
+
+
+@stage_sums_kernel.override("numpy")
+def _stage_sums_numpy(codes: Any, offsets: Any, position_offsets: Any, lut: Any, *, begin: int, end: int) -> Any:
+    # Position by position with 1-D gathers into a reused index buffer and an in-place int32
+    # sum: each position reads its 1 KB LUT row and one code per window in ascending order
+    # (the windows are sorted), where the portable 2-D chunks jump between rows. The same
+    # int16 terms, the same exact int32 sum.
+    codes, offsets, position_offsets = np.asarray(codes), np.asarray(offsets), np.asarray(position_offsets)
+    rows = np.asarray(lut).reshape(-1, LUT_WIDTH)
+    total = np.zeros(offsets.shape[0], np.int32)
+    where = np.empty(offsets.shape[0], np.intp)
+    for k in range(begin, end):
+        np.add(offsets, position_offsets[k], out=where)
+        total += rows[k].take(codes.take(where))
+    return total
+
+
+def _segment(codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any, thresholds: Any, *,
+             stages: tuple, cap: int) -> tuple:
+    """Stages ``stages`` (``((begin, end), ...)`` with their index) on the plan's first ``count``
+    windows: ``(plan, count)`` of the survivors, compacted in ascending order into ``cap`` slots."""
+    xp = backend().xp
+    where = xp.take(offsets, plan)
+    alive = xp.arange(plan.shape[0], dtype=xp.int32) < count
+    for j, (b, e) in stages:
+        alive = alive & (stage_sums_kernel(codes, where, position_offsets, lut, begin=b, end=e) <= thresholds[j])
+    keep, n = compact_kernel(xp.astype(alive, xp.int32), None, capacity=cap)
+    return xp.take(plan, keep), n
+
+
+def _codes(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
+    """The packed pyramid's MCT codes, flat: code ``(r, c)`` is packed pixel ``(r + 1, c + 1)``."""
+    xp = backend().xp
+    return xp.reshape(mct_kernel(pyramid_kernel(gray, xmap, ymap, xtab, ytab, shape=shape)), (-1,))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(backend_name: str, what: str) -> Any:
+    b = backends.get(backend_name)
+    if what == "codes":
+        return b.jit(_codes, static_argnames=("shape",))
+    return b.jit(_segment, static_argnames=("stages", "cap"))
+
+
+class MCTGeometry:
+    """Host side of a scan of some pyramid levels: packed maps, window grid in (level, y, x) order.
+
+    ``levels``: ``[(float32 factor, (w, h)), ...]`` (a contiguous run of the scale list),
+    ``first``: the index of ``levels[0]`` in the whole scale list.
+    """
+
+    def __init__(self, width: int, height: int, levels: list, first: int, window: tuple[int, int], step: int) -> None:
+        self.levels = levels
+        self.packed_shape, self.placements, self.maps = packed_pyramid_maps(width, height, [wh for _, wh in levels])
+        hp, wp = self.packed_shape
+        cw = wp - 2  # the valid MCT image is (hp - 2, wp - 2)
+        offs, lv, xs, ys = [], [], [], []
+        W, H = window
+        for li, (px, py, w, h) in enumerate(self.placements):
+            gx = np.arange(0, w - W + 1, step, dtype=np.int64)
+            gy = np.arange(0, h - H + 1, step, dtype=np.int64)
+            if gx.size == 0 or gy.size == 0:
+                continue
+            yy, xx = np.meshgrid(gy, gx, indexing="ij")  # raster order within a level: (y, x)
+            offs.append(((py + yy) * cw + px + xx).reshape(-1))
+            lv.append(np.full(yy.size, first + li, np.int32))
+            xs.append(xx.reshape(-1))
+            ys.append(yy.reshape(-1))
+        cat = lambda a, dt: np.concatenate(a).astype(dt) if a else np.zeros(0, dt)  # noqa: E731
+        self.offsets = cat(offs, np.int32)  # < (hp - 2) * (wp - 2) < 2**31
+        self.level, self.x, self.y = cat(lv, np.int32), cat(xs, np.int32), cat(ys, np.int32)
+        self.code_width = cw
+        self._device: dict = {}
+
+    def on(self, b: Any) -> tuple:
+        key = b.device_key()
+        hit = self._device.get(key)
+        if hit is None:
+            hit = tuple(b.asarray(a) for a in self.maps + (self.offsets,))
+            b.synchronize()
+            self._device[key] = hit
+        return hit
+
+
+def split_levels(windows_per_level: list[int], groups: int) -> list[tuple[int, int]]:
+    """Contiguous level ranges ``[(l0, l1), ...]`` for ``groups`` devices, balanced by window count
+    (greedy on the cumulative count; the thesis assigns levels to GPUs from precomputed sizes).
+    Empty ranges are dropped; at most ``groups`` ranges."""
+    n = len(windows_per_level)
+    total = sum(windows_per_level)
+    cuts = [0]
+    acc = 0
+    for i, w in enumerate(windows_per_level):
+        acc += w
+        target = total * len(cuts) / groups
+        if acc >= target and len(cuts) < groups and i + 1 < n:
+            cuts.append(i + 1)
+    cuts.append(n)
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _device_scope(b: Any, device: Any) -> Any:
+    """A context that makes ``device`` current for backend ``b``: ``cupy.cuda.Device`` when ``b``
+    holds CuPy arrays, ``jax.default_device`` when it holds JAX arrays (asked of the backend with
+    an empty probe array, not by its name); a host backend has device 0 only."""
+    if device is None:
+        return contextlib.nullcontext()
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and b.owns(cupy.empty(0)):
+        return cupy.cuda.Device(int(device))
+    jax = sys.modules.get("jax")
+    if jax is not None and b.owns(jax.numpy.zeros(0)):
+        devs = jax.devices()
+        if int(device) >= len(devs):
+            raise ValueError(f"devices: JAX has {len(devs)} device(s), got {device!r}")
+        return jax.default_device(devs[int(device)])
+    if int(device) != 0:
+        raise ValueError(f"devices: backend {b.name!r} has one device (0), got {device!r}")
+    return contextlib.nullcontext()
+
+
+class MCTDetector:
+    """Face detector with an MCT cascade (Froeba and Ernst; Tek's thesis, sections 2.1 and 3.1).
+
+    Parameters
+    ----------
+    cascade : MCTCascade
+        From :func:`load_mct_cascade` or :func:`train_mct_cascade`; :meth:`default` loads the
+        bundled ``mct_frontalface_24.npz``.
+
+    Examples
+    --------
+    >>> import numpy as np, portcv
+    >>> det = portcv.detect.MCTDetector.default()
+    >>> boxes, neighbours = det.detect(np.zeros((64, 64), np.uint8))
+    >>> boxes.shape, neighbours.shape
+    ((0, 4), (0,))
+    """
+
+    def __init__(self, cascade: MCTCascade) -> None:
+        if not isinstance(cascade, MCTCascade):
+            raise TypeError(f"cascade must be a portcv.detect.MCTCascade, got {type(cascade).__name__}")
+        self.cascade = cascade
+        pos = cascade.positions.astype(np.int64)
+        self._position_rows = (pos[:, 1] - 1, pos[:, 0] - 1)  # code offset = row * code_width + col
+        self._device: dict = {}
+        self._geometry: dict = {}
+
+    @classmethod
+    def default(cls) -> "MCTDetector":
+        """A detector with portcv's bundled ``mct_frontalface_24.npz`` (trained by ``tools/train_mct.py``)."""
+        return cls(load_mct_cascade(BUNDLED))
+
+    def __repr__(self) -> str:
+        return f"<MCTDetector {self.cascade!r}>"
+
+    def detect(self, image: Any, *, scale_factor: float = DEFAULT_SCALE_FACTOR, min_neighbors: int = 3,
+               min_size: Any = (24, 24), max_size: Any = None, step: int = 1, split_stage: Any = None,
+               raw: bool = False, devices: Any = None, channel_axis: Any = "auto") -> Any:
+        """Detect faces at every scale: the thesis's scan with :class:`CascadeDetector`'s contract.
+
+        Parameters
+        ----------
+        image : (H, W) or (H, W, C) uint8 array, or a batch (T, H, W[, C])
+            Gray, or RGB (C = 3, or 4 with alpha ignored) converted with OpenCV's fixed-point
+            ``RGB2GRAY``. Any backend.
+        scale_factor : float
+            Ratio between pyramid scales, in (1, 10]; 1.15 as in the thesis.
+        min_neighbors : int
+            Keep groups of more than this many candidates; 0 returns the ungrouped candidates.
+        min_size, max_size : (int, int)
+            Smallest / largest face ``(width, height)``; ``(24, 24)`` is the thesis's starting
+            scale 1, ``(48, 48)`` its faster starting scale 2. ``max_size=None``: the image.
+        step : int
+            Window step in level pixels at every scale (the thesis's 1; OpenCV's step-2 rule and
+            its skip rule are not used).
+        split_stage : int or None
+            Stages ``[0, split_stage)`` run on every window, the survivors are compacted (prefix
+            sum) and the remaining stages run on that plan (the thesis's two kernels split after
+            stage 2). None: 2 on device backends; NumPy compacts after every stage. Any value
+            gives the same boxes.
+        raw : bool
+            Return the candidates before grouping (as ``min_neighbors=0``).
+        devices : sequence or None
+            Split the pyramid levels over these devices (CuPy device ids, JAX device indices;
+            NumPy has device 0): contiguous level ranges balanced by window count, each built and
+            scanned on its device; the candidates are joined in (level, y, x) order and grouped
+            once, so any split gives the same boxes as one device. None: the current device.
+        channel_axis : {'auto', None, -1}
+            As in :func:`portcv.filters.sep_filter`.
+
+        Returns
+        -------
+        boxes : (N, 4) int32 NumPy array
+            ``[x, y, w, h]`` in image pixels, clipped to the image.
+        neighbours : (N,) int32 NumPy array
+            Candidates per box (ones for raw candidates). For a batch, a list of pairs.
+
+        Notes
+        -----
+        Window ``(level, x, y)`` is a face when every stage's integer cost sum is at most its
+        threshold (thesis eq. 2.3). Candidate rect ``rint(float32(x) * f)`` etc. as OpenCV;
+        grouping ``groupRectangles`` (eps 0.2) and the clip on the host. Integer throughout:
+        identical boxes on every backend.
+
+        Examples
+        --------
+        >>> import numpy as np, portcv
+        >>> det = portcv.detect.MCTDetector.default()
+        >>> det.detect(np.full((40, 40), 7, np.uint8), min_neighbors=0)[0].shape   # flat: no face
+        (0, 4)
+        """
+        c = self.cascade
+        sf = _validate.real(scale_factor, "scale_factor", positive=True, high=10.0)
+        if sf <= 1.0:
+            raise ValueError(f"scale_factor must be > 1, got {scale_factor}")
+        mn = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
+        mins = check_size_pair(min_size, "min_size", allow_none=False)
+        maxs = check_size_pair(max_size, "max_size", allow_none=True)
+        st = _validate.integer(step, "step", low=1, high=64)
+        if split_stage is None:
+            split = None
+        else:
+            split = _validate.integer(split_stage, "split_stage", low=0, high=c.n_stages)
+        if not isinstance(raw, bool):
+            raise TypeError(f"raw must be a bool, got {type(raw).__name__}")
+        devs = self._check_devices(devices)
+        img = _validate.image(image)
+        gray, batched = to_gray(img, channel_axis)
+        args = (sf, 0 if raw else mn, mins, maxs, st, split, devs)
+        if batched:
+            return [self._detect_one(gray[t], *args) for t in range(gray.shape[0])]
+        return self._detect_one(gray, *args)
+
+    @staticmethod
+    def _check_devices(devices: Any) -> tuple | None:
+        if devices is None:
+            return None
+        if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
+            raise TypeError(f"devices must be a sequence of device ids or None, got {type(devices).__name__}")
+        devs = tuple(devices)
+        if not devs:
+            raise ValueError("devices must not be empty")
+        for d in devs:
+            _validate.integer(d, "devices", low=0, high=1023)
+        return devs
+
+    def candidates(self, image: Any, *, scale_factor: float = DEFAULT_SCALE_FACTOR, min_size: Any = (24, 24),
+                   max_size: Any = None, step: int = 1, split_stage: Any = None, devices: Any = None) -> np.ndarray:
+        """The windows passing every stage of a gray ``(H, W)`` uint8 image, as ``(N, 3)`` int32
+        ``(level, x, y)`` rows in ascending (level, y, x) order (level coordinates)."""
+        img = _validate.image(image)
+        if img.ndim != 2:
+            raise ValueError(f"image must be gray (H, W), got shape {tuple(img.shape)}")
+        sf = _validate.real(scale_factor, "scale_factor", positive=True, high=10.0)
+        if sf <= 1.0:
+            raise ValueError(f"scale_factor must be > 1, got {scale_factor}")
+        mins = check_size_pair(min_size, "min_size", allow_none=False)
+        maxs = check_size_pair(max_size, "max_size", allow_none=True)
+        st = _validate.integer(step, "step", low=1, high=64)
+        split = None if split_stage is None else _validate.integer(split_stage, "split_stage", low=0,
+                                                                   high=self.cascade.n_stages)
+        found, _ = self._scan(img, sf, mins, maxs, st, split, self._check_devices(devices))
+        return found
+
+    def _geometries(self, width: int, height: int, sf: float, mins: tuple, maxs: Any, step: int,
+                    groups: int) -> tuple[list, list]:
+        from ..transform._pyramid import pyramid_plan
+
+        if maxs is None or maxs[0] == 0 or maxs[1] == 0:
+            maxs = (width, height)
+        key = (width, height, sf, mins, tuple(maxs), step, groups)
+        hit = self._geometry.get(key)
+        if hit is None:
+            W, H = self.cascade.window
+            levels = pyramid_plan(width, height, sf, (W, H), min_size=mins, max_size=maxs, name="scale_factor")
+            counts = [len(range(0, max(w - W + 1, 0), step)) * len(range(0, max(h - H + 1, 0), step))
+                      for _, (w, h) in levels]
+            keep = [i for i, n in enumerate(counts) if n > 0]
+            levels = [levels[i] for i in keep]  # levels with windows come first (a smaller window: none)
+            counts = [counts[i] for i in keep]
+            ranges = split_levels(counts, groups) if levels else []
+            geos = [MCTGeometry(width, height, levels[a:b], a, (W, H), step) for a, b in ranges]
+            hit = (levels, geos)
+            if len(self._geometry) >= 8:
+                self._geometry.pop(next(iter(self._geometry)))
+            self._geometry[key] = hit
+        return hit
+
+    def _cascade_on(self, b: Any, code_width: int) -> tuple:
+        key = (b.device_key(), code_width)
+        hit = self._device.get(key)
+        if hit is None:
+            c = self.cascade
+            rows, cols = self._position_rows
+            offs = (rows * code_width + cols).astype(np.int32)
+            hit = (b.asarray(offs), b.asarray(c.lut.reshape(-1)), b.asarray(c.threshold))
+            b.synchronize()
+            self._device[key] = hit
+        return hit
+
+    def _bounds(self, b: Any, split: int | None) -> tuple:
+        S = self.cascade.n_stages
+        if split is None:
+            if b.runs_on_host and not b.static_shapes:
+                return tuple(range(S + 1))  # NumPy: a compaction is one flatnonzero, so after every stage
+            split = min(2, S)
+        return tuple(sorted({0, split, S}))
+
+    def _scan(self, gray: Any, sf: float, mins: tuple, maxs: Any, step: int, split: int | None,
+              devices: tuple | None) -> tuple[np.ndarray, list]:
+        height, width = gray.shape
+        levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1 if devices is None else len(devices))
+        b = backend()
+        found = []
+        for g, geo in enumerate(geos):
+            if geo.offsets.size == 0:
+                continue
+            with _device_scope(b, None if devices is None else devices[g]):
+                idx = self._scan_group(b, gray, geo, split)
+            found.append(np.stack([geo.level[idx], geo.x[idx], geo.y[idx]], axis=1))
+        out = np.concatenate(found).astype(np.int32) if found else np.zeros((0, 3), np.int32)
+        return out, levels
+
+    def _scan_group(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None) -> np.ndarray:
+        """Window indices of ``geo`` passing every stage, ascending (one count read per segment)."""
+        c = self.cascade
+        gray = b.asarray(gray)
+        xmap, ymap, xtab, ytab, offsets = geo.on(b)
+        position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
+        codes = _compiled(b.name, "codes")(gray, xmap, ymap, xtab, ytab, shape=geo.packed_shape)
+        segment = _compiled(b.name, "segment")
+        n = int(offsets.shape[0])
+        xp = b.xp
+        plan, count = xp.arange(n, dtype=xp.int32), n
+        ranges = c.stage_ranges()
+        bounds = self._bounds(b, split)
+        for s0, s1 in zip(bounds[:-1], bounds[1:]):
+            stages = tuple((j, ranges[j]) for j in range(s0, s1))
+            plan, count_dev = segment(codes, offsets, plan, xp.asarray(count, dtype=xp.int32), position_offsets, lut,
+                                      thresholds, stages=stages, cap=int(plan.shape[0]))
+            count = int(to_numpy(count_dev))
+            if count == 0:
+                return np.zeros(0, np.int64)
+            # Cut the plan to the survivors: exactly on eager backends, to a capacity of the
+            # 8-per-octave ladder on static-shape ones (each capacity is one compilation).
+            cap = next_capacity(count, int(plan.shape[0])) if b.static_shapes else count
+            plan = plan[:cap]
+        return to_numpy(plan[:count]).astype(np.int64)
+
+    def _detect_one(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, step: int, split: int | None,
+                    devices: tuple | None) -> tuple[np.ndarray, np.ndarray]:
+        height, width = gray.shape
+        found, levels = self._scan(gray, sf, mins, maxs, step, split, devices)
+        if found.shape[0] == 0:
+            return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
+        rects = candidates_to_rects(found, levels, self.cascade.window)
+        if mn == 0:
+            neighbours = np.ones(rects.shape[0], np.int32)
+        else:
+            rects, neighbours = group_rectangles_impl(rects, mn, GROUP_EPS)
+        return clip_rects(rects, neighbours, width, height)
+
+
+def candidates_to_rects(found: np.ndarray, levels: list, window: tuple[int, int]) -> np.ndarray:
+    """Image rects of ``(level, x, y)`` candidates: ``rint(float32(x) * f)`` etc. (OpenCV's mapping)."""
+    factors = np.array([f for f, _ in levels], np.float32)
+    f = factors[found[:, 0]]
+    x = np.rint(found[:, 1].astype(np.float32) * f)
+    y = np.rint(found[:, 2].astype(np.float32) * f)
+    w = np.rint(np.float32(window[0]) * f)
+    h = np.rint(np.float32(window[1]) * f)
+    return np.stack([x, y, w, h], axis=1).astype(np.int32)

@@ -107,11 +107,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if on_jax or getattr(item, "originalname", item.name) in SLOW_TESTS or (
                 type(item).__name__ == "DoctestItem" and item.name.startswith("portcv.video.")):
             item.add_marker(slow)
-    # The video module's examples write and read real files through PyAV (the `io` extra).
+    # The video modules' examples write and read real files through PyAV (the `io` extra).
     if importlib.util.find_spec("av") is None:
         skip = pytest.mark.skip(reason="PyAV not installed (pip install 'portcv[io]')")
         for item in items:
-            if type(item).__name__ == "DoctestItem" and item.name.startswith("portcv.video."):
+            if type(item).__name__ == "DoctestItem" and item.name.startswith(
+                    ("portcv.video.", "portcv.distributed._videos.")):
                 item.add_marker(skip)
 
 

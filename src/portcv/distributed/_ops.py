@@ -182,13 +182,17 @@ GLOBAL_OPS: dict[str, str] = {
     "transform.zoom": "its coordinate tables follow from the whole image's size",
     "transform.spline_filter": "a recursive (infinite impulse response) filter: every pixel reads the whole row",
     "detect.detect_video": "multi-scale windows grouped over the whole frame",
+    "detect.mct": "its default border='valid' returns a smaller image; not tiled yet (its halo would be 1)",
+    "filters.joint_bilateral": "not tiled yet: it takes a guide and a source image, and the tile engine splits "
+                               "one image (its halo would be d // 2)",
 }
 
 #: Public callables of the image domains that are not image operations (helpers, classes).
 NOT_IMAGE_OPS = {
     "filters.gaussian_kernel", "filters.gaussian_taps_q8", "motion.cell_bounds", "motion.MotionDetector",
     "motion.MotionResult", "detect.CascadeDetector", "detect.Cascade", "detect.load_cascade",
-    "detect.group_rectangles", "detect.VideoDetections",
+    "detect.group_rectangles", "detect.VideoDetections", "detect.MCTDetector", "detect.MCTCascade",
+    "detect.load_mct_cascade", "detect.save_mct_cascade", "detect.train_mct_cascade",
 }
 
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -24,17 +22,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import portcv  # noqa: E402
 from portcv import recognize  # noqa: E402
-
-
-def best_ms(fn, repeat: int = 7) -> float:
-    """The median of ``repeat`` host wall times (ms) after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+from timing import host_time_ms as best_ms  # noqa: E402  (tools/, beside this script)
 
 
 def lbp_ratio() -> None:

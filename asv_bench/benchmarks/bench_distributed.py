@@ -129,7 +129,8 @@ class FilterStore(Benchmark):
         self.run()
 
     def teardown(self, backend):
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if hasattr(self, "dir"):  # setup may have skipped (no CuPy) before making it
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def run(self):
         self.pdist.filter_store(self.src, self.dst, CHAIN, tile=1024, client=None, backend=self.backend)
@@ -158,7 +159,8 @@ class Videos(Benchmark):
             pdist.process_video(self.paths[0], self.faces, backend="numpy")  # parse the cascade once
 
     def teardown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if hasattr(self, "dir"):  # setup may have skipped (no dask or PyAV) before making it
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def time_process_video_motion(self):
         self.pdist.process_video(self.paths[0], self.motion, backend="numpy")

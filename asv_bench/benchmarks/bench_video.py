@@ -94,7 +94,8 @@ class WriteVideo(_VideoBenchmark):
         self.path = os.path.join(self.dir, "out.mp4")
 
     def teardown(self, size):
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if hasattr(self, "dir"):  # setup skips without PyAV before making it
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def time_write_video(self, size):
         video.write_video(self.path, self.frames, fps=FPS)
@@ -125,8 +126,10 @@ class VideoWriterFrame(_VideoBenchmark):
         self.t = 0
 
     def teardown(self, size):
-        self.writer.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if hasattr(self, "writer"):  # setup skips without PyAV before opening it
+            self.writer.close()
+        if hasattr(self, "dir"):
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def time_write_frame(self, size):
         self.t = (self.t + 1) % len(self.frames)

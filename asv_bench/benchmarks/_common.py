@@ -135,17 +135,20 @@ class Operation:
     def __call__(self) -> Any:
         return run(self.backend, self.fn, *self.arrays)
 
-    def bandwidth_gbs(self, *, min_calls: int = 3, max_calls: int = 100, budget_s: float = 0.5) -> float:
-        """Achieved bandwidth: compulsory bytes / median wall time of one synchronized call, in GB/s.
-
-        At least ``min_calls`` timed calls, more (up to ``max_calls``) while under ``budget_s``.
-        """
+    def median_s(self, *, min_calls: int = 3, max_calls: int = 100, budget_s: float = 0.5) -> float:
+        """Median wall time (s) of one synchronized call: at least ``min_calls`` timed calls,
+        more (up to ``max_calls``) while under ``budget_s``."""
         times: list[float] = []
         while len(times) < min_calls or (len(times) < max_calls and sum(times) < budget_s):
             t0 = time.perf_counter()
             self()
             times.append(time.perf_counter() - t0)
-        return round(self.traffic_bytes / statistics.median(times) / 1e9, 3)
+        return statistics.median(times)
+
+    def bandwidth_gbs(self, *, min_calls: int = 3, max_calls: int = 100, budget_s: float = 0.5) -> float:
+        """Achieved bandwidth: compulsory bytes / median wall time of one synchronized call, in GB/s."""
+        seconds = self.median_s(min_calls=min_calls, max_calls=max_calls, budget_s=budget_s)
+        return round(self.traffic_bytes / seconds / 1e9, 3)
 
 
 def not_supported(backend: str, what: str) -> None:

@@ -132,6 +132,13 @@ class JaxBackend(Backend):
     def jit(self, fn: Callable, static_argnames: tuple[str, ...] = ()) -> Callable:
         return jit(fn, static_argnames)
 
+    def device_key(self) -> Any:
+        """The name and ``jax.default_device`` now (``None``: the first device), so that device
+        copies made inside ``with jax.default_device(d)`` are cached per device."""
+        import jax
+
+        return self.name, str(jax.config.jax_default_device)
+
     def synchronize(self) -> None:
         """JAX waits per array, not per queue: time with :meth:`block` on the result."""
 

@@ -362,19 +362,39 @@ class MCTDetector:
         height, width = gray.shape
         levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1 if devices is None else len(devices))
         b = backend()
-        found = []
-        for g, geo in enumerate(geos):
-            if geo.offsets.size == 0:
-                continue
-            with _device_scope(b, None if devices is None else devices[g]):
-                idx = self._scan_group(b, gray, geo, split)
-            found.append(np.stack([geo.level[idx], geo.x[idx], geo.y[idx]], axis=1))
+        groups = [(g, geo) for g, geo in enumerate(geos) if geo.offsets.size]
+        scopes = [functools.partial(_device_scope, b, None if devices is None else devices[g]) for g, _ in groups]
+        steps = []
+        for (_, geo), scope in zip(groups, scopes):
+            with scope():
+                steps.append(self._scan_group(b, gray, geo, split, several=devices is not None))
+        # Lockstep over the device groups: each resumes to read its last count (a wait on its own
+        # device only) and launch its next segment, so every device has work queued while the
+        # host waits on one; run one after another, they would not overlap at all.
+        hits: list = [None] * len(steps)
+        live = list(range(len(steps)))
+        while live:
+            for i in list(live):
+                with scopes[i]():
+                    try:
+                        next(steps[i])
+                    except StopIteration as done:
+                        hits[i] = done.value
+                        live.remove(i)
+        found = [np.stack([geo.level[idx], geo.x[idx], geo.y[idx]], axis=1)
+                 for (_, geo), idx in zip(groups, hits) if idx.size]
         out = np.concatenate(found).astype(np.int32) if found else np.zeros((0, 3), np.int32)
         return out, levels
 
-    def _scan_group(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None) -> np.ndarray:
-        """Window indices of ``geo`` passing every stage, ascending (one count read per segment)."""
+    def _scan_group(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, several: bool) -> Any:
+        """A generator over the stage segments of ``geo``'s windows: each step launches one segment
+        (asynchronously) and yields; it returns the indices of the windows passing every stage,
+        ascending (one count read per segment)."""
         c = self.cascade
+        if several and b.owns(gray) and not b.runs_on_host:
+            # CuPy's copy lands on the current device (across devices too); a JAX array committed
+            # to one device keeps its computations there (same bits, no overlap): pass host frames.
+            gray = gray.copy()
         gray = b.asarray(gray)
         xmap, ymap, xtab, ytab, offsets = geo.on(b)
         position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
@@ -389,6 +409,7 @@ class MCTDetector:
             stages = tuple((j, ranges[j]) for j in range(s0, s1))
             plan, count_dev = segment(codes, offsets, plan, xp.asarray(count, dtype=xp.int32), position_offsets, lut,
                                       thresholds, stages=stages, cap=int(plan.shape[0]))
+            yield
             count = int(to_numpy(count_dev))
             if count == 0:
                 return np.zeros(0, np.int64)

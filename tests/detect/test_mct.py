@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import portcv
 from portcv.detect import MCTCascade, MCTDetector, load_mct_cascade, mct, save_mct_cascade
-from portcv.detect._mct_detector import split_levels, stage_sums_kernel
+from portcv.detect._mct_detector import segment_alive_kernel, split_levels, stage_sums_kernel
 from portcv.transform._pyramid import pyramid_plan
 
 from ..helpers import assert_same_bits, images, matches_numpy
@@ -298,6 +298,32 @@ def test_stage_sums_every_backend_equal_numpy_at_the_extremes(backend: str) -> N
     expected = matches_numpy(backend, sums)
     naive = [sum(int(lut[k * 512 + int(codes[int(o) + int(pos_off[k])])]) for k in range(3, 484)) for o in offsets[:20]]
     assert portcv.to_numpy(expected)[:20].tolist() == naive
+
+
+def test_segment_alive_every_backend_equal_numpy_and_naive(backend: str) -> None:
+    # Three stages over a plan whose last slots are past count: a window dies at its first failed
+    # stage on CUDA and ANDs every stage in the portable version; the same 0/1 either way.
+    rng = np.random.default_rng(11)
+    codes = rng.integers(0, 511, 6000).astype(np.uint16)
+    offsets = rng.integers(0, 5000, 900).astype(np.int32)
+    plan = np.sort(rng.choice(900, 600, replace=False)).astype(np.int32)
+    pos_off = rng.integers(0, 999, 40).astype(np.int32)
+    lut = rng.integers(-300, 300, (40, 512)).astype(np.int16).reshape(-1)
+    thresholds = np.array([50, 0, -20], np.int32)
+    stages = ((0, (0, 5)), (1, (5, 17)), (2, (17, 40)))
+    count = 550
+
+    def alive():
+        return segment_alive_kernel(*(portcv.asarray(a) for a in (codes, offsets, plan)),
+                                    portcv.asarray(np.asarray(count, np.int32)),
+                                    *(portcv.asarray(a) for a in (pos_off, lut, thresholds)), stages=stages)
+
+    got = portcv.to_numpy(matches_numpy(backend, alive))
+    naive = [int(i < count and all(
+        sum(int(lut[k * 512 + int(codes[int(offsets[w]) + int(pos_off[k])])]) for k in range(b, e)) <= thresholds[j]
+        for j, (b, e) in stages)) for i, w in enumerate(plan)]
+    assert got.dtype == np.int32 and got.tolist() == naive
+    assert 0 < sum(naive) < count  # some windows pass, some fail
 
 
 def test_device_split_equals_one_group(backend: str) -> None:

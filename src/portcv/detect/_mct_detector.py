@@ -65,16 +65,25 @@ def _stage_sums_numpy(codes: Any, offsets: Any, position_offsets: Any, lut: Any,
     return total
 
 
+@kernel("mct_segment_alive")
+def segment_alive_kernel(xp: Any, codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any,
+                         thresholds: Any, *, stages: tuple) -> Any:
+    """int32 1/0 per plan slot: slot ``i < count`` whose window ``plan[i]`` passes every stage of
+    ``stages`` (``((j, (begin, end)), ...)``: stage sums ``<= thresholds[j]``); 0 past ``count``."""
+    where = xp.take(offsets, plan)
+    alive = xp.arange(plan.shape[0], dtype=xp.int32) < count
+    for j, (b, e) in stages:
+        alive = alive & (stage_sums_kernel(codes, where, position_offsets, lut, begin=b, end=e) <= thresholds[j])
+    return xp.astype(alive, xp.int32)
+
+
 def _segment(codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any, thresholds: Any, *,
              stages: tuple, cap: int) -> tuple:
     """Stages ``stages`` (``((begin, end), ...)`` with their index) on the plan's first ``count``
     windows: ``(plan, count)`` of the survivors, compacted in ascending order into ``cap`` slots."""
     xp = backend().xp
-    where = xp.take(offsets, plan)
-    alive = xp.arange(plan.shape[0], dtype=xp.int32) < count
-    for j, (b, e) in stages:
-        alive = alive & (stage_sums_kernel(codes, where, position_offsets, lut, begin=b, end=e) <= thresholds[j])
-    keep, n = compact_kernel(xp.astype(alive, xp.int32), None, capacity=cap)
+    alive = segment_alive_kernel(codes, offsets, plan, count, position_offsets, lut, thresholds, stages=stages)
+    keep, n = compact_kernel(alive, None, capacity=cap)
     return xp.take(plan, keep), n
 
 
@@ -442,3 +451,6 @@ def candidates_to_rects(found: np.ndarray, levels: list, window: tuple[int, int]
     w = np.rint(np.float32(window[0]) * f)
     h = np.rint(np.float32(window[1]) * f)
     return np.stack([x, y, w, h], axis=1).astype(np.int32)
+
+
+from . import _mct_cuda  # noqa: E402,F401  (registers the CuPy overrides)

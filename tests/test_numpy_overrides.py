@@ -28,7 +28,8 @@ def two_row_bands(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _same_as_portable(name: str, *arrays: np.ndarray, **params: object) -> None:
-    for domain in (portcv.color, portcv.filters, portcv.edges, portcv.transform):  # their kernels register on import
+    # the domains' kernels register on import
+    for domain in (portcv.color, portcv.filters, portcv.edges, portcv.transform, portcv.detect):
         assert domain.__all__
     k = KERNELS[name]
     expected = k.portable(portcv.backends.get("numpy").xp, *arrays, **params)
@@ -78,3 +79,22 @@ def test_big_frames_equal_the_portable_versions() -> None:
     rgb = rng.integers(0, 256, (131, 129, 3), dtype=np.uint8)
     for method in ("weighted", "average"):
         _same_as_portable("rgb_to_gray", rgb, method=method)
+
+
+@pytest.mark.usefixtures("two_row_bands")
+def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MCT transform in two-row bands over a batch of planes, and the MCT stage sums in bands
+    of 7 windows on two threads, give the portable bits."""
+    import portcv.detect._mct_detector as mct_detector
+
+    rng = np.random.default_rng(5)
+    for shape in ((3, 3), (9, 4), (2, 7, 6)):
+        _same_as_portable("mct", rng.integers(0, 256, shape, dtype=np.uint8))
+    _same_as_portable("mct", np.full((5, 8), 77, np.uint8))  # ties: 9 I == S everywhere, code 0
+    monkeypatch.setattr(mct_detector, "STAGE_SUMS_BAND", 7)
+    codes = rng.integers(0, 511, 3000).astype(np.uint16)
+    offsets = np.sort(rng.integers(0, 2000, 61)).astype(np.int32)
+    pos_off = rng.integers(0, 999, 30).astype(np.int32)
+    lut = rng.integers(-32767, 32768, (30, 512)).astype(np.int16).reshape(-1)
+    for begin, end in ((0, 30), (4, 5), (29, 30)):
+        _same_as_portable("mct_stage_sums", codes, offsets, pos_off, lut, begin=begin, end=end)

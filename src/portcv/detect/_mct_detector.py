@@ -49,19 +49,40 @@ def stage_sums_kernel(xp: Any, codes: Any, offsets: Any, position_offsets: Any, 
     return total
 
 
+#: Windows per band of the NumPy stage sums: a band's index, code, term and sum buffers (16 bytes
+#: a window, 512 KiB) stay in the core's cache across the stage's positions.
+STAGE_SUMS_BAND = 1 << 15
+
+
 @stage_sums_kernel.override("numpy")
 def _stage_sums_numpy(codes: Any, offsets: Any, position_offsets: Any, lut: Any, *, begin: int, end: int) -> Any:
-    # Position by position with 1-D gathers into a reused index buffer and an in-place int32
-    # sum: each position reads its 1 KB LUT row and one code per window in ascending order
-    # (the windows are sorted), where the portable 2-D chunks jump between rows. The same
-    # int16 terms, the same exact int32 sum.
+    # Bands of windows spread over the host threads (NumPy's take and add release the GIL); in a
+    # band, position by position with 1-D gathers into reused buffers and an in-place int32 sum:
+    # each position reads its 1 KB LUT row and one code per window in ascending order (the
+    # windows are sorted). The same int16 terms in the same order per window, the same exact
+    # int32 sums, whichever thread runs a band.
+    from ..backends.numpy import run_bands, scratch
+
     codes, offsets, position_offsets = np.asarray(codes), np.asarray(offsets), np.asarray(position_offsets)
     rows = np.asarray(lut).reshape(-1, LUT_WIDTH)
-    total = np.zeros(offsets.shape[0], np.int32)
-    where = np.empty(offsets.shape[0], np.intp)
-    for k in range(begin, end):
-        np.add(offsets, position_offsets[k], out=where)
-        total += rows[k].take(codes.take(where))
+    n = offsets.shape[0]
+    total = np.zeros(n, np.int32)
+
+    def band(span: tuple[int, int]) -> None:
+        a, b = span
+        m = b - a
+        off = offsets[a:b]
+        out = total[a:b]
+        where = scratch("mct_where", (m,), np.intp)
+        code = scratch("mct_code", (m,), np.uint16)
+        term = scratch("mct_term", (m,), np.int16)
+        for k in range(begin, end):
+            np.add(off, position_offsets[k], out=where)
+            np.take(codes, where, out=code)
+            np.take(rows[k], code, out=term)
+            np.add(out, term, out=out)
+
+    run_bands(band, [(a, min(n, a + STAGE_SUMS_BAND)) for a in range(0, n, STAGE_SUMS_BAND)])
     return total
 
 

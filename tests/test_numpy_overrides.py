@@ -98,3 +98,22 @@ def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: p
     lut = rng.integers(-32767, 32768, (30, 512)).astype(np.int16).reshape(-1)
     for begin, end in ((0, 30), (4, 5), (29, 30)):
         _same_as_portable("mct_stage_sums", codes, offsets, pos_off, lut, begin=begin, end=end)
+
+
+@pytest.mark.parametrize("variant", ["pseudocode", "listing"])
+def test_detector_in_small_row_bands_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch,
+                                                                 variant: str) -> None:
+    """The edge detector in bands of the fewest rows its halo allows (a band's own border rows and
+    the apron's reach are the cases), on two threads, gives the portable bits."""
+    import portcv.edges._edges as edges
+
+    monkeypatch.setattr(edges, "DETECT_BAND_PIXELS", 1)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
+    rng = np.random.default_rng(4)
+    frames = (portcv.data.synthetic_rgb(130, 41, seed=3)[..., 1], rng.integers(0, 256, (2, 67, 23), dtype=np.uint8))
+    for img in frames:
+        for blur in ((), (16, 64, 96, 64, 16)):
+            for alpha in (0, 2, 3):
+                for border in ("reflect101", "constant"):
+                    _same_as_portable("edges_detect", img, blur_taps=blur, low_sq=400, high_sq=3600, alpha=alpha,
+                                      variant=variant, border=border)

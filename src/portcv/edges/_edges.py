@@ -201,6 +201,56 @@ def detect_kernel(xp: Any, image: Any, *, blur_taps: tuple, low_sq: int, high_sq
     return xp.where(edge, xp.asarray(255, dtype=xp.uint8), xp.asarray(0, dtype=xp.uint8))
 
 
+#: Pixels per row band of the NumPy detector (about 40 bytes of int32/bool temporaries a pixel:
+#: a band of 2**17 pixels and its halo stay in the shared L3 cache instead of streaming 2-D
+#: temporaries of the whole frame through memory).
+DETECT_BAND_PIXELS = 1 << 17
+
+
+def detect_halo_rows(blur_taps: tuple, alpha: int, variant: str) -> int:
+    """Rows a band of the detector needs beyond its own on each side for the whole frame's bits.
+
+    Output row r reads ``accepted`` at rows r - alpha .. r + alpha (the apron); ``accepted`` at q
+    reads ``m`` at q - 1 .. q + 1 (the local maximum), which reads the low-pass and Sobel, radius
+    ``len(blur_taps) // 2 + 1``: ``alpha + 2 + blur radius`` rows. A band's own top and bottom
+    ``margin`` rows are never accepted (``centre_region``: alpha + 1 rows for the pseudocode, 2
+    for the listing), so the apron must not reach them either: ``margin + alpha`` rows.
+    """
+    margin = alpha + 1 if variant == "pseudocode" else 2
+    return max(alpha + 2 + len(blur_taps) // 2, margin + alpha)
+
+
+@detect_kernel.override("numpy", supports="every input")
+def _detect_numpy(image: Any, *, blur_taps: tuple, low_sq: int, high_sq: int, alpha: int, variant: str,
+                  border: str) -> Any:
+    # The portable detector on row bands grown by detect_halo_rows (real rows of the frame, or the
+    # frame's own border where a band touches it), each band's core copied out: the same bits as
+    # one call on the whole frame (the tile engine's halo argument, inside one process), with
+    # cache-sized temporaries, spread over the host threads.
+    from ..backends.numpy import run_bands
+
+    img = np.asarray(image)
+    h, w = img.shape[-2], img.shape[-1]
+    halo = detect_halo_rows(blur_taps, alpha, variant)
+    core = max(4 * halo, DETECT_BAND_PIXELS // max(w, 1))
+    if h <= core + 2 * halo:
+        return detect_kernel.portable(np, img, blur_taps=blur_taps, low_sq=low_sq, high_sq=high_sq, alpha=alpha,
+                                      variant=variant, border=border)
+    planes = img.reshape((-1, h, w))
+    out = np.empty(img.shape, np.uint8)
+    flat = out.reshape((-1, h, w))
+
+    def band(item: tuple[int, int, int]) -> None:
+        p, r0, r1 = item
+        a, b = max(0, r0 - halo), min(h, r1 + halo)
+        result = detect_kernel.portable(np, planes[p, a:b], blur_taps=blur_taps, low_sq=low_sq, high_sq=high_sq,
+                                        alpha=alpha, variant=variant, border=border)
+        flat[p, r0:r1] = result[r0 - a:r1 - a]
+
+    run_bands(band, [(p, r, min(h, r + core)) for p in range(planes.shape[0]) for r in range(0, h, core)])
+    return out
+
+
 # Launch geometry of _edges.cu (its constexprs).
 _DETECT_TILE_W = 128
 _DETECT_THREADS = 256

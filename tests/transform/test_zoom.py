@@ -333,3 +333,54 @@ GRAY = np.zeros((6, 7), np.uint8)
 def test_zoom_rejects_bad_input(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+# --------------------------------------------------------------------------------------------
+# resize(..., interpolation="bspline3"): zoom to an output size, OpenCV-shaped
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape, axis", [((9, 13), None), ((2, 11, 7), None), ((6, 10, 3), -1)])
+@pytest.mark.parametrize("size, scale", [((26, 18), None), ((5, 4), None), (None, 3), (None, (1.5, 0.6))])
+def test_resize_bspline3_is_zoom_to_the_size(backend, shape, axis, size, scale):
+    img = np.random.default_rng(sum(shape)).integers(0, 256, shape, dtype=np.uint8)
+    h, w = (shape[-3], shape[-2]) if axis == -1 else shape[-2:]
+    if size is not None:
+        dw, dh = size
+    else:
+        fx, fy = (scale, scale) if np.isscalar(scale) else scale
+        dw, dh = round(w * fx), round(h * fy)
+
+    def call():
+        return transform.resize(portcv.asarray(img), size=size, scale=scale, interpolation="bspline3", channel_axis=axis)
+
+    out = portcv.to_numpy(matches_numpy(backend, call))
+    assert out.shape == shape[:-2] + (dh, dw) if axis is None else out.shape == shape[:-3] + (dh, dw, 3)
+    # the same bits as zoom when the factors give that size; and scipy's sampling of the size ratio
+    ref = per_plane(lambda p: ndimage.zoom(p.astype(np.float64), (dh / h, dw / w), order=3, mode="mirror",
+                                           grid_mode=True), img, axis)
+    assert np.abs(out.astype(np.int64) - np.clip(np.floor(ref + 0.5), 0, 255)).max() <= 1
+    if size is None and np.isscalar(scale):
+        assert_same_bits(out, portcv.to_numpy(transform.zoom(img, scale, channel_axis=axis)))
+
+
+def test_resize_bspline3_equals_scipy_on_a_photo():
+    data = pytest.importorskip("skimage.data")
+    camera = data.camera()
+    out = portcv.to_numpy(transform.resize(camera, size=(700, 300), interpolation="bspline3"))
+    ref = ndimage.zoom(camera.astype(np.float64), (300 / 512, 700 / 512), order=3, mode="mirror", grid_mode=True)
+    assert np.mean(out != np.clip(np.floor(ref + 0.5), 0, 255)) <= 1e-4
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"size": (0, 4)}, ValueError, "size"),
+        ({"scale": 1e-3}, ValueError, "scale"),
+        ({"scale": 1e5}, ValueError, "scale: the output would have"),
+        ({"size": (4, 4), "scale": 2}, ValueError, "exactly one"),
+        ({"size": (4, 4), "interpolation": "bspline5"}, ValueError, "bspline3"),
+    ],
+)
+def test_resize_bspline3_rejects_bad_input(kwargs, error, words):
+    kwargs = {"interpolation": "bspline3", **kwargs}
+    with pytest.raises(error, match=words):
+        transform.resize(GRAY, **kwargs)

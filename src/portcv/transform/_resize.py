@@ -239,6 +239,8 @@ def _resize_cupy(
 
 #: Interpolation names of :func:`resize` and their OpenCV flags.
 INTERPOLATIONS = ("bilinear", "bilinear_exact", "nearest")
+#: :func:`resize`'s modes: OpenCV's, and the cubic B-spline of :func:`portcv.transform.zoom`.
+RESIZE_INTERPOLATIONS = INTERPOLATIONS + ("bspline3",)
 
 
 # --------------------------------------------------------------------------------------------
@@ -271,9 +273,13 @@ def resize(
         ``(fx, fy)`` (or one factor for both): the output is ``round(W * fx) x round(H * fy)``
         (round half to even), and source coordinates map with ``1 / fx``, ``1 / fy`` -- not with
         the size ratio -- exactly as ``cv2.resize(img, None, fx=fx, fy=fy)`` does.
-    interpolation : {'bilinear', 'bilinear_exact', 'nearest'}
+    interpolation : {'bilinear', 'bilinear_exact', 'nearest', 'bspline3'}
         ``'bilinear'`` is ``cv2.INTER_LINEAR``, ``'bilinear_exact'`` is ``cv2.INTER_LINEAR_EXACT``
         (what ``CascadeClassifier`` uses for its pyramid), ``'nearest'`` is ``cv2.INTER_NEAREST``.
+        ``'bspline3'`` (no OpenCV counterpart) is :func:`portcv.transform.zoom`'s exact cubic
+        B-spline (scipy's ``zoom(order=3, mode="mirror", grid_mode=True)``) to the output size:
+        with ``scale``, the output is ``round(W * fx) x round(H * fy)`` as for the other modes,
+        but the sampling follows the size ratio, as ``zoom`` does.
     channel_axis : {'auto', None, -1}
         As in :func:`portcv.filters.sep_filter`.
 
@@ -313,15 +319,20 @@ def resize(
            [200, 214, 241, 255]], dtype=uint8)
     >>> portcv.to_numpy(portcv.transform.resize(img, scale=2, interpolation="nearest"))[0]
     array([  0,   0, 100, 100], dtype=uint8)
+    >>> up = portcv.transform.resize(img, size=(4, 4), interpolation="bspline3")
+    >>> bool((portcv.to_numpy(up) == portcv.to_numpy(portcv.transform.zoom(img, 2))).all())
+    True
     """
     img = _validate.image(image)
-    interpolation = _validate.choice(interpolation, "interpolation", INTERPOLATIONS)
+    interpolation = _validate.choice(interpolation, "interpolation", RESIZE_INTERPOLATIONS)
     has_channels = _validate.has_channels(img, channel_axis)
     if (size is None) == (scale is None):
         raise ValueError("give exactly one of size=(width, height) and scale=(fx, fy)")
     height, width, channels = _plane_shape(img, has_channels)
     wanted = _check_size(size) if size is not None else None
     factors = _validate.real_pair(scale, "scale", "(fx, fy)", high=1e6) if scale is not None else None
+    if interpolation == "bspline3":
+        return _bspline_resize(img, wanted, factors, scale, (width, height), has_channels)
     arith, (dw, dh), inv_scale = _resize_plan((width, height), wanted, factors, interpolation, channels)
     if dw < 1 or dh < 1:
         raise ValueError(f"scale: {scale!r} makes a {dw}x{dh} image from {width}x{height}")
@@ -335,3 +346,18 @@ def resize(
     return resize_kernel(img, arith=arith, size=(dw, dh), inv_scale=inv_scale, has_channels=has_channels)
 
 _resize_plan = plan
+
+
+def _bspline_resize(img: Any, wanted: Any, factors: Any, scale: Any, wh: tuple[int, int], has_channels: bool) -> Any:
+    from ._zoom import zoom_to_size
+
+    width, height = wh
+    name = "size" if wanted is not None else "scale"
+    dw, dh = wanted if wanted is not None else (round(width * factors[0]), round(height * factors[1]))
+    if dw < 1 or dh < 1:
+        raise ValueError(f"scale: {scale!r} makes a {dw}x{dh} image from {width}x{height}")
+    out_elements = math.prod(img.shape) // (height * width) * dh * dw
+    if out_elements > _validate.MAX_ELEMENTS:
+        raise ValueError(f"{name}: the output would have {out_elements} elements; at most "
+                         f"{_validate.MAX_ELEMENTS} are supported")
+    return zoom_to_size(img, (dh, dw), order=3, prefilter=True, has_channels=has_channels)

@@ -467,9 +467,15 @@ def zoom(
     if out_elements > _validate.MAX_ELEMENTS:
         raise ValueError(f"factor: the output would have {out_elements} elements; at most "
                          f"{_validate.MAX_ELEMENTS} are supported")
+    return zoom_to_size(img, (dh, dw), order=order, prefilter=prefilter, has_channels=has_channels)
+
+
+def zoom_to_size(img: Any, size: tuple[int, int], *, order: int, prefilter: bool, has_channels: bool) -> Any:
+    """:func:`zoom` of a checked image to ``size = (rows, columns)`` (also ``resize``'s
+    ``'bspline3'``): the sampling follows the size ratio."""
     if prefilter and order == 3:
         img = spline_prefilter_kernel(img, has_channels=has_channels)
         frac_bits = COEFFICIENT_BITS
     else:
         frac_bits = 0 if prefilter else COEFFICIENT_BITS
-    return spline_zoom_kernel(img, order=order, size=(dh, dw), has_channels=has_channels, frac_bits=frac_bits)
+    return spline_zoom_kernel(img, order=order, size=size, has_channels=has_channels, frac_bits=frac_bits)

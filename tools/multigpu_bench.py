@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import portcv  # noqa: E402
-from scaleout_bench import SPEC_PARAMS, _commit, busy_seconds, load  # noqa: E402
+from scaleout_bench import SPEC_PARAMS, _commit, best_of, load  # noqa: E402
 
 CHAIN = [("filters.gaussian_blur", {"ksize": 7, "sigma": 0}), ("edges.detect", {"t_low": 40, "t_high": 80})]
 
@@ -82,20 +82,24 @@ def write_image(folder: Path, side: int, chunk: int) -> str:
     return path
 
 
-def timed_runs(client: Any, once: Any, warm: Any, repeat: int) -> dict:
-    from distributed import get_task_stream
+def over_gpu_counts(args: argparse.Namespace, be: str, once: Any, warm: Any) -> dict:
+    """For each GPU count n: a cluster of n GPU workers on backend ``be``, ``warm(client, n)``,
+    then the best of ``--repeat`` runs of ``once(client)`` (:func:`scaleout_bench.best_of`)."""
+    import portcv.distributed as pdist
+    from distributed import Client
 
-    warm()
-    best = None
-    for _ in range(repeat):
-        with get_task_stream(client) as ts:
-            t0 = time.perf_counter()
-            once()
-            wall = time.perf_counter() - t0
-        busy, tasks, mean_task = busy_seconds(ts.data)
-        if best is None or wall < best["wall"]:
-            best = {"wall": wall, "busy": busy, "tasks": tasks, "mean_task": mean_task}
-    return best
+    rows = {}
+    for n in args.gpu_counts:
+        devices = ",".join(str(i) for i in range(n))
+        with pdist.local_cluster(be, devices=devices, threads_per_worker=args.threads,
+                                 dashboard_address=None) as cluster, Client(cluster) as client:
+            warm(client, n)
+            rows[n] = best_of(client, lambda: once(client), args.repeat)
+            rows[n]["threads_per_worker"] = args.threads
+            rows[n]["load"] = load()
+        r = rows[n]
+        print(f"{be} {n} GPU: {r['wall']:.2f} s, busy {r['busy']:.1f} s over {r['tasks']} tasks", flush=True)
+    return rows
 
 
 def scaled(rows: dict, threads: int) -> dict:
@@ -111,7 +115,6 @@ def scaled(rows: dict, threads: int) -> dict:
 
 def part_videos(args: argparse.Namespace, folder: Path) -> dict:
     import portcv.distributed as pdist
-    from distributed import Client
 
     width, height = (int(v) for v in args.size.lower().split("x"))
     t0 = time.perf_counter()
@@ -120,25 +123,17 @@ def part_videos(args: argparse.Namespace, folder: Path) -> dict:
     spec = pdist.motion(**SPEC_PARAMS)
     out: dict = {"clips": len(paths), "frames_per_clip": args.frames, "size": args.size,
                  "bytes_on_disk": sum(os.path.getsize(p) for p in paths), "write_s": written}
+
+    def once(client: Any) -> None:
+        runs = list(pdist.map_videos(spec, paths, client=client, progress=False))
+        bad = [r.error for r in runs if r.error]
+        assert not bad, bad
+
+    def warm(client: Any, n: int) -> None:
+        list(pdist.map_videos(spec, paths[:4 * n], client=client, progress=False))
+
     for be in args.backends.split(","):
-        rows = {}
-        for n in args.gpu_counts:
-            devices = ",".join(str(i) for i in range(n))
-            with pdist.local_cluster(be, devices=devices, threads_per_worker=args.threads,
-                                     dashboard_address=None) as cluster, Client(cluster) as client:
-                def once() -> None:
-                    runs = list(pdist.map_videos(spec, paths, client=client, progress=False))
-                    bad = [r.error for r in runs if r.error]
-                    assert not bad, bad
-
-                def warm() -> None:
-                    list(pdist.map_videos(spec, paths[:4 * n], client=client, progress=False))
-
-                rows[n] = timed_runs(client, once, warm, args.repeat)
-                rows[n]["threads_per_worker"] = args.threads
-                rows[n]["load"] = load()
-            r = rows[n]
-            print(f"videos {be} {n} GPU: {r['wall']:.2f} s, busy {r['busy']:.1f} s over {r['tasks']} tasks", flush=True)
+        rows = over_gpu_counts(args, be, once, warm)
         scaled(rows, args.threads)
         for n, r in rows.items():
             r["frames_per_s"] = args.videos * args.frames / r["wall"]
@@ -150,7 +145,6 @@ def part_videos(args: argparse.Namespace, folder: Path) -> dict:
 
 def part_image(args: argparse.Namespace, folder: Path) -> dict:
     import portcv.distributed as pdist
-    from distributed import Client
 
     t0 = time.perf_counter()
     src = write_image(folder, args.image, args.tile)
@@ -160,24 +154,19 @@ def part_image(args: argparse.Namespace, folder: Path) -> dict:
                  "write_s": written}
     (folder / "warm").mkdir()
     warm_src = write_image(folder / "warm", 2 * args.tile, args.tile)  # first calls, compilation
+
+    def once(client: Any) -> None:
+        pdist.filter_store(src, str(folder / "out.zarr"), CHAIN, tile=args.tile, client=client)
+
+    def warm(client: Any, n: int) -> None:
+        pdist.filter_store(warm_src, str(folder / "warm.zarr"), CHAIN, tile=args.tile, client=client)
+
     for be in args.backends.split(","):
-        rows = {}
-        for n in args.gpu_counts:
-            devices = ",".join(str(i) for i in range(n))
-            with pdist.local_cluster(be, devices=devices, threads_per_worker=args.threads,
-                                     dashboard_address=None) as cluster, Client(cluster) as client:
-                def once() -> None:
-                    pdist.filter_store(src, str(folder / "out.zarr"), CHAIN, tile=args.tile, client=client)
-
-                def warm() -> None:
-                    pdist.filter_store(warm_src, str(folder / "warm.zarr"), CHAIN, tile=args.tile, client=client)
-
-                rows[n] = timed_runs(client, once, warm, args.repeat)
-                rows[n]["load"] = load()
-            r = rows[n]
+        rows = over_gpu_counts(args, be, once, warm)
+        for n, r in rows.items():
             r["gb_per_s_per_gpu"] = pixels / 1e9 / r["wall"] / n
-            print(f"image {be} {n} GPU: {r['wall']:.2f} s, {r['gb_per_s_per_gpu']:.2f} GB/s per GPU read "
-                  f"(and as much written), {r['tasks']} tasks", flush=True)
+            print(f"image {be} {n} GPU: {r['gb_per_s_per_gpu']:.2f} GB/s per GPU read (and as much written)",
+                  flush=True)
         scaled(rows, args.threads)
         for n, r in rows.items():
             print(f"  {be} {n} GPU: speedup {r['speedup']:.2f}x, efficiency {r['efficiency']:.0%}, "

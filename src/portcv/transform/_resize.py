@@ -12,7 +12,6 @@ code and the CUDA kernel ``_resize.cu`` both return OpenCV's bits.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -336,11 +335,7 @@ def resize(
     arith, (dw, dh), inv_scale = _resize_plan((width, height), wanted, factors, interpolation, channels)
     if dw < 1 or dh < 1:
         raise ValueError(f"scale: {scale!r} makes a {dw}x{dh} image from {width}x{height}")
-    out_elements = math.prod(img.shape) // (height * width) * dh * dw
-    if out_elements > _validate.MAX_ELEMENTS:
-        name = "size" if size is not None else "scale"
-        raise ValueError(f"{name}: the output would have {out_elements} elements; at most "
-                         f"{_validate.MAX_ELEMENTS} are supported")
+    _validate.output_elements(img.shape, (height, width), (dh, dw), "size" if size is not None else "scale")
     if arith == "copy":
         return backend().xp.asarray(img, copy=True)
     return resize_kernel(img, arith=arith, size=(dw, dh), inv_scale=inv_scale, has_channels=has_channels)
@@ -356,8 +351,5 @@ def _bspline_resize(img: Any, wanted: Any, factors: Any, scale: Any, wh: tuple[i
     dw, dh = wanted if wanted is not None else (round(width * factors[0]), round(height * factors[1]))
     if dw < 1 or dh < 1:
         raise ValueError(f"scale: {scale!r} makes a {dw}x{dh} image from {width}x{height}")
-    out_elements = math.prod(img.shape) // (height * width) * dh * dw
-    if out_elements > _validate.MAX_ELEMENTS:
-        raise ValueError(f"{name}: the output would have {out_elements} elements; at most "
-                         f"{_validate.MAX_ELEMENTS} are supported")
+    _validate.output_elements(img.shape, (height, width), (dh, dw), name)
     return zoom_to_size(img, (dh, dw), order=3, prefilter=True, has_channels=has_channels)

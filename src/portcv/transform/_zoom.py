@@ -463,10 +463,7 @@ def zoom(
     dh, dw = round(height * fy), round(width * fx)  # Python's round: half to even, as scipy
     if dh < 1 or dw < 1:
         raise ValueError(f"factor: {factor!r} makes a {dh}x{dw} image from {height}x{width}")
-    out_elements = math.prod(img.shape) // (height * width) * dh * dw
-    if out_elements > _validate.MAX_ELEMENTS:
-        raise ValueError(f"factor: the output would have {out_elements} elements; at most "
-                         f"{_validate.MAX_ELEMENTS} are supported")
+    _validate.output_elements(img.shape, (height, width), (dh, dw), "factor")
     return zoom_to_size(img, (dh, dw), order=order, prefilter=prefilter, has_channels=has_channels)
 
 

@@ -16,13 +16,13 @@ from .backends import asarray, owner_of, refuse_lazy
 MAX_ELEMENTS = 2**31 - 1
 
 
-
 def output_elements(shape: tuple, plane: tuple[int, int], out_plane: tuple[int, int], name: str) -> None:
     """Refuse an output of ``shape`` with its ``plane`` (rows, columns) resized to ``out_plane``
     that would have more than :data:`MAX_ELEMENTS` elements, naming the argument ``name``."""
     count = math.prod(shape) // (plane[0] * plane[1]) * out_plane[0] * out_plane[1]
     if count > MAX_ELEMENTS:
         raise ValueError(f"{name}: the output would have {count} elements; at most {MAX_ELEMENTS} are supported")
+
 
 def image(
     img: Any,

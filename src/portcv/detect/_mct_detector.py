@@ -394,10 +394,8 @@ class MCTDetector:
         b = backend()
         groups = [(g, geo) for g, geo in enumerate(geos) if geo.offsets.size]
         scopes = [functools.partial(_device_scope, b, None if devices is None else devices[g]) for g, _ in groups]
-        steps = []
-        for (_, geo), scope in zip(groups, scopes):
-            with scope():
-                steps.append(self._scan_group(b, gray, geo, split, several=devices is not None))
+        # Generators: nothing runs until their first next(), inside their device's scope below.
+        steps = [self._scan_group(b, gray, geo, split, several=devices is not None) for _, geo in groups]
         # Lockstep over the device groups: each resumes to read its last count (a wait on its own
         # device only) and launch its next segment, so every device has work queued while the
         # host waits on one; run one after another, they would not overlap at all.

@@ -331,25 +331,19 @@ def resize(
     wanted = _check_size(size) if size is not None else None
     factors = _validate.real_pair(scale, "scale", "(fx, fy)", high=1e6) if scale is not None else None
     if interpolation == "bspline3":
-        return _bspline_resize(img, wanted, factors, scale, (width, height), has_channels)
-    arith, (dw, dh), inv_scale = _resize_plan((width, height), wanted, factors, interpolation, channels)
+        dw, dh = wanted if wanted is not None else (round(width * factors[0]), round(height * factors[1]))
+    else:
+        arith, (dw, dh), inv_scale = _resize_plan((width, height), wanted, factors, interpolation, channels)
     if dw < 1 or dh < 1:
         raise ValueError(f"scale: {scale!r} makes a {dw}x{dh} image from {width}x{height}")
     _validate.output_elements(img.shape, (height, width), (dh, dw), "size" if size is not None else "scale")
+    if interpolation == "bspline3":
+        from ._zoom import zoom_to_size
+
+        return zoom_to_size(img, (dh, dw), order=3, prefilter=True, has_channels=has_channels)
     if arith == "copy":
         return backend().xp.asarray(img, copy=True)
     return resize_kernel(img, arith=arith, size=(dw, dh), inv_scale=inv_scale, has_channels=has_channels)
 
 _resize_plan = plan
 
-
-def _bspline_resize(img: Any, wanted: Any, factors: Any, scale: Any, wh: tuple[int, int], has_channels: bool) -> Any:
-    from ._zoom import zoom_to_size
-
-    width, height = wh
-    name = "size" if wanted is not None else "scale"
-    dw, dh = wanted if wanted is not None else (round(width * factors[0]), round(height * factors[1]))
-    if dw < 1 or dh < 1:
-        raise ValueError(f"scale: {scale!r} makes a {dw}x{dh} image from {width}x{height}")
-    _validate.output_elements(img.shape, (height, width), (dh, dw), name)
-    return zoom_to_size(img, (dh, dw), order=3, prefilter=True, has_channels=has_channels)

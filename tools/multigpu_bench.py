@@ -38,9 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import portcv  # noqa: E402
-from scaleout_bench import SPEC_PARAMS, _commit, best_of, load  # noqa: E402
+from scaleout_bench import CHAIN, SPEC_PARAMS, _commit, best_of, load  # noqa: E402
 
-CHAIN = [("filters.gaussian_blur", {"ksize": 7, "sigma": 0}), ("edges.detect", {"t_low": 40, "t_high": 80})]
 
 
 def _write_clip(job: tuple) -> str:

@@ -17,7 +17,7 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
                    help="with --cluster: split files longer than N frames at keyframes (default: one task per file)")
 
 
-def sources(args: argparse.Namespace, command: str) -> bool:
+def sources(args: argparse.Namespace) -> bool:
     """Whether to run on a cluster; one source (``args.source`` made a string) otherwise."""
     if args.cluster is not None:
         return True

@@ -88,21 +88,21 @@ def _detector_defaults(args: argparse.Namespace) -> bool:
 
 
 def _faces_command(args: argparse.Namespace) -> int:
-    _detector_defaults(args)
-    if sources(args, "faces"):
+    mct = _detector_defaults(args)
+    if sources(args):
         import portcv.distributed as pdist
 
         spec = pdist.faces(args.cascade, scale_factor=args.scale_factor, min_neighbors=args.min_neighbors,
                            min_size=args.min_size)
         return run_on_cluster(args, spec, "faces")
     try:
-        return _run(args)
+        return _run(args, mct)
     except _CommandError as exc:
         print(f"portcv faces: error: {exc}", file=sys.stderr)
         return 2
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, mct: bool) -> int:
     import portcv
 
     from .. import _validate
@@ -114,7 +114,6 @@ def _run(args: argparse.Namespace) -> int:
         b = portcv.backends.get(args.backend)
     except (portcv.BackendUnavailableError, ValueError, TypeError) as exc:
         raise _CommandError(f"--backend: {exc}") from None
-    mct = _detector_defaults(args)
     try:
         if mct:
             detector = portcv.detect.MCTDetector(portcv.detect.load_mct_cascade(args.cascade))

@@ -70,7 +70,7 @@ def _motion_command(args: Any) -> int:
 
     import portcv
 
-    if sources(args, "motion"):
+    if sources(args):
         import portcv.distributed as pdist
 
         return run_on_cluster(args, pdist.motion(**_detector_args(args)), "motion")

@@ -55,6 +55,11 @@ def _call_stage(stage: Stage, args: Sequence[Any], chan: bool) -> tuple[Any, boo
     return out, out_chan
 
 
+def backend_scope(backend: str | None) -> Any:
+    """``portcv.using(backend)``, or no change of backend for ``None`` (the worker's active one)."""
+    return using(backend) if backend is not None else contextlib.nullcontext()
+
+
 def run_chain(stages: list[Stage], arrays: Sequence[Any], chan: bool) -> tuple[Any, bool]:
     """The chain on ``arrays`` (on the active backend): its output(s) and whether they have channels."""
     args: Sequence[Any] = arrays
@@ -113,8 +118,7 @@ def _tile(*blocks: Any, stages: list[Stage], chan: bool, out_chan: bool, several
     if backend is None and owner is not None and not isinstance(blocks[0], np.ndarray) \
             and not backend_now().owns(blocks[0]):
         backend = owner.name  # device chunks (CuPy) compute where they are, not through the host
-    context = using(backend) if backend is not None else contextlib.nullcontext()
-    with context:
+    with backend_scope(backend):
         out, _ = run_chain(stages, blocks, chan)
     outs = out if isinstance(out, tuple) else (out,)
     kept = [_trim(o, out_chan, tuple(cut)) for o in outs]  # type: ignore[arg-type]
@@ -222,9 +226,6 @@ def filter_image(image: Any, op: Any, /, *, backend: str | None = None, allow_re
     >>> bool((tiles.compute(scheduler="synchronous") == portcv.to_numpy(whole)).all())
     True
     """
-    import dask.array as da
-    from dask.array.utils import meta_from_array
-
     images = list(image) if isinstance(image, (tuple, list)) else [image]
     template = images[0]
     dims = None
@@ -385,8 +386,7 @@ def _store_tile(job: tuple) -> dict:
     ys, ye = max(y0 - hy0, 0), min(y1 + hy1, shape[0])
     xs, xe = max(x0 - hx0, 0), min(x1 + hx1, shape[1])
     block = np.asarray(src[ys:ye, xs:xe])
-    context = using(backend) if backend is not None else contextlib.nullcontext()
-    with context:
+    with backend_scope(backend):
         out, _ = run_chain(stages, [block], chan)
         out = to_numpy(out)
     dst[y0:y1, x0:x1] = out[y0 - ys:out.shape[0] - (ye - y1), x0 - xs:out.shape[1] - (xe - x1)]

@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..backends import to_numpy, using
+from ..backends import to_numpy
+from ._tiles import _bar, _default_client, backend_scope
 
 ERRORS = ("keep", "raise")
 
@@ -143,7 +144,7 @@ class MotionSpec:
         kwargs = dict(self.params)
         detector = MotionDetector(**kwargs)
         regions, density = [], []
-        with using(backend) if backend else _nullcontext():
+        with backend_scope(backend):
             for frame in frames:
                 result = detector.update(frame)
                 if result is not None:
@@ -180,21 +181,13 @@ class FacesSpec:
     def __call__(self, frames: Any, backend: str | None = None, first: int = 0) -> list:
         from ..detect import detect_video
 
-        with using(backend) if backend else _nullcontext():
+        with backend_scope(backend):
             return [(first + i, to_numpy(boxes), to_numpy(neighbours))
                     for i, boxes, neighbours in detect_video(self.detector(), frames, **dict(self.params))]
 
     @staticmethod
     def merge(parts: list[list]) -> list:
         return [item for part in parts for item in part]
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 def motion(**params: Any) -> MotionSpec:
@@ -273,9 +266,16 @@ def process_video(path: Any, spec: Callable, *, backend: str | None = None, star
     >>> pdist.process_video(path, pdist.motion(t_low=70, t_high=80, grid=(2, 2)))["regions"].shape
     (3, 2, 2)
     """
+    return _process(path, spec, backend, start, stop, None)
+
+
+def _process(path: Any, spec: Callable, backend: str | None, start: int | None, stop: int | None,
+             table: tuple[list[int], list[int]] | None) -> Any:
+    """:func:`process_video` with the file's :func:`frame_table` when the caller has it already
+    (a segment's plan read it): a seek then needs no second pass over the file."""
     overlap = getattr(spec, "overlap", 0)
     end = None if stop is None else stop + overlap
-    frames = decode(path, start, end)
+    frames = decode(path, start, end, table=table)
     if isinstance(spec, FacesSpec):
         return spec(frames, backend, first=start or 0)
     return spec(frames, backend)
@@ -310,10 +310,10 @@ def _save(value: Any, target: Path) -> str:
 
 def _video_task(job: tuple) -> dict:
     """One task: a file or a segment; never raises (the error is the result), so others go on."""
-    path, spec, backend, start, stop, out = job
+    path, spec, backend, start, stop, out, table = job
     t0 = time.perf_counter()
     try:
-        value = process_video(path, spec, backend=backend, start=start, stop=stop)
+        value = _process(path, spec, backend, start, stop, table)
         frames = _count(value)
         if out is not None:
             value = _save(value, Path(out))
@@ -338,7 +338,7 @@ def _plan_task(job: tuple) -> dict:
         if k - starts[-1] >= segment_frames and total - k >= 1:
             starts.append(k)
     ends = starts[1:] + [total]
-    return {"error": None, "bounds": list(zip(starts, ends))}
+    return {"error": None, "bounds": list(zip(starts, ends)), "table": (times, keys)}
 
 
 def segment_bounds(path: Any, segment_frames: int) -> list[tuple[int, int]]:
@@ -412,8 +412,6 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
             raise ValueError(f"segment_frames must be at least 2, got {segment_frames}")
     paths = list(paths)
     targets = _targets(paths, out)
-    from ._tiles import _bar, _default_client
-
     client = _default_client(client)
     bar = _bar(len(paths), "videos") if progress else None
     try:
@@ -462,13 +460,13 @@ def _finish(path: Any, spec: Any, parts: list[dict], out: Any, merged_here: bool
 def _serial(spec: Any, paths: list, segment_frames: Any, targets: list, backend: Any) -> Iterator[VideoRun]:
     for path, out in zip(paths, targets):
         if segment_frames is None:
-            yield _finish(path, spec, [_video_task((path, spec, backend, None, None, out))], out, False)
+            yield _finish(path, spec, [_video_task((path, spec, backend, None, None, out, None))], out, False)
             continue
         plan = _plan_task((path, segment_frames))
         if plan["error"]:
             yield VideoRun(path, None, 0, 0.0, plan["error"], 0)
             continue
-        parts = [_video_task((path, spec, backend, s, e, None)) for s, e in plan["bounds"]]
+        parts = [_video_task((path, spec, backend, s, e, None, plan["table"])) for s, e in plan["bounds"]]
         yield _finish(path, spec, parts, out, True)
 
 
@@ -478,7 +476,7 @@ def _on_cluster(client: Any, spec: Any, paths: list, segment_frames: Any, target
 
     owner: dict[str, tuple] = {}  # future key -> (file number, segment number or None)
     if segment_frames is None:
-        futures = client.map(_video_task, [(p, spec, backend, None, None, t) for p, t in zip(paths, targets)],
+        futures = client.map(_video_task, [(p, spec, backend, None, None, t, None) for p, t in zip(paths, targets)],
                              pure=False, retries=1)
         for i, f in enumerate(futures):
             owner[f.key] = ("run", i, 0)
@@ -497,7 +495,7 @@ def _on_cluster(client: Any, spec: Any, paths: list, segment_frames: Any, target
             if result["error"]:
                 yield VideoRun(paths[i], None, 0, 0.0, result["error"], 0)
                 continue
-            jobs = [(paths[i], spec, backend, s, e, None) for s, e in result["bounds"]]
+            jobs = [(paths[i], spec, backend, s, e, None, result["table"]) for s, e in result["bounds"]]
             pending[i] = len(jobs)
             for j, f in enumerate(client.map(_video_task, jobs, pure=False, retries=1)):
                 owner[f.key] = ("run", i, j)

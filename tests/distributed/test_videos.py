@@ -89,6 +89,10 @@ def test_serial_map_videos_keeps_errors_and_runs_any_callable(clip, tmp_path):
     assert sorted(Path(r.value).name for r in saved) == ["gop5-2.npz", "gop5.npz"]
     seg = list(pdist.map_videos(SPEC, [clip], client=None, segment_frames=6, progress=False))[0]
     assert seg.segments == 3 and seg.frames == 23
+    for segment_frames in (6, 100):  # three segments, and one (the file is shorter than a segment)
+        kept = list(pdist.map_videos(SPEC, [clip], client=None, segment_frames=segment_frames,
+                                     out=tmp_path / f"seg{segment_frames}", progress=False))[0]
+        assert Path(kept.value).is_file() and same_value(dict(np.load(kept.value)), seg.value)
     with pytest.raises(ValueError, match="segment_frames needs"):
         list(pdist.map_videos(frame_count, [clip], segment_frames=6, progress=False))
     with pytest.raises(ValueError, match="errors"):

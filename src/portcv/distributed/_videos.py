@@ -446,15 +446,13 @@ def _finish(path: Any, spec: Any, parts: list[dict], out: Any, merged_here: bool
     seconds = sum(p["seconds"] for p in parts)
     if failed:
         return VideoRun(path, None, 0, seconds, failed[0]["error"], len(parts))
-    if len(parts) == 1:
-        p = parts[0]
-        return VideoRun(path, p["value"], p["frames"], seconds, None, 1)
-    value = spec.merge([p["value"] for p in parts])
+    # One part is the whole value; several join here. Segment tasks save nothing themselves
+    # (merged_here), so the joined value, even of a single segment, is saved here.
+    value = parts[0]["value"] if len(parts) == 1 else spec.merge([p["value"] for p in parts])
+    frames = parts[0]["frames"] if len(parts) == 1 else _count(value)
     if out is not None and merged_here:
-        value_out = _save(value, Path(out))
-    else:
-        value_out = value
-    return VideoRun(path, value_out, _count(value), seconds, None, len(parts))
+        value = _save(value, Path(out))
+    return VideoRun(path, value, frames, seconds, None, len(parts))
 
 
 def _serial(spec: Any, paths: list, segment_frames: Any, targets: list, backend: Any) -> Iterator[VideoRun]:

@@ -220,9 +220,10 @@ def count(count: Any) -> Any:
     return count
 
 
-def matrix(x: Any, name: str, *, dtypes: Iterable[Any], hint: str = "") -> Any:
+def matrix(x: Any, name: str, *, dtypes: Iterable[Any], hint: str = "", two_d: bool = True) -> Any:
     """Check a 2-D, non-empty array of one of ``dtypes`` (rows of feature vectors, say) and move
-    it to the active backend. ``hint`` is appended to the dtype error (where to get such data)."""
+    it to the active backend. ``hint`` is appended to the dtype error (where to get such data).
+    ``two_d=False`` takes any non-empty array of at least one dimension."""
     if owner_of(x) is None:
         if not isinstance(x, (list, tuple)):
             refuse_lazy(x)
@@ -237,9 +238,9 @@ def matrix(x: Any, name: str, *, dtypes: Iterable[Any], hint: str = "") -> Any:
         names = ", ".join(d.name for d in allowed)
         raise TypeError(f"{name} must have one of the dtypes {names}; got {dtype}{hint}")
     shape = tuple(x.shape)
-    if len(shape) != 2:
+    if two_d and len(shape) != 2:
         raise ValueError(f"{name} must be a 2-D array (rows, features), got shape {shape}")
-    if 0 in shape:
+    if 0 in shape or not shape:
         raise ValueError(f"{name} must not be empty, got shape {shape}")
     if math.prod(shape) > MAX_ELEMENTS:
         raise ValueError(f"{name} has {math.prod(shape)} elements; at most {MAX_ELEMENTS} are supported")

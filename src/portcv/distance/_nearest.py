@@ -14,6 +14,8 @@ so any exact distance (eq. (3) here, a chi-square distance of LBP histograms lat
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 from typing import Any
 
@@ -102,6 +104,7 @@ def tiled_nearest(
     k: int,
     tile_elements: int = TILE_ELEMENTS,
     tile_columns: int = TILE_COLUMNS,
+    tile: tuple[int, int] | None = None,
 ) -> tuple[Any, Any]:
     """The k nearest gallery rows of every query row: ``(indices (m, k) int32, distances (m, k))``.
 
@@ -109,11 +112,15 @@ def tiled_nearest(
     queries to a tile of the gallery, in any totally ordered dtype (exact integers for
     bit-exact results). Ties go to the smaller gallery index; rows are sorted by (distance,
     index). Arrays are the active backend's; validation is the caller's (``1 <= k <= n``).
+    ``tile``: (query rows, gallery columns) per tile when the distance knows its own memory
+    bound (at least ``k`` columns); default :func:`tile_shape` of the gallery rows' length.
     """
     xp = backend().xp
     m, n = queries.shape[0], gallery.shape[0]
-    length = gallery.shape[1] if len(gallery.shape) > 1 else 1
-    rows, cols = tile_shape(m, n, k, length=length, tile_elements=tile_elements, tile_columns=tile_columns)
+    if tile is None:
+        length = math.prod(gallery.shape[1:])  # a row's features, whatever its shape
+        tile = tile_shape(m, n, k, length=length, tile_elements=tile_elements, tile_columns=tile_columns)
+    rows, cols = tile
     indices, distances = [], []
     for r0 in range(0, m, rows):
         block = queries[r0:r0 + rows]

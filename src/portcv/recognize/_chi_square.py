@@ -147,17 +147,7 @@ def _chi_square_numpy(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max
 
 
 def _histograms(x: Any, name: str) -> Any:
-    if owner_of(x) is None:
-        if not isinstance(x, (list, tuple)):
-            raise TypeError(f"{name} must be an array (NumPy, CuPy or JAX), got {type(x).__name__}")
-        x = np.asarray(x)
-    dtype = np.dtype(x.dtype)
-    if dtype.name not in HISTOGRAM_DTYPES:
-        raise TypeError(f"{name} must hold integer counts ({', '.join(HISTOGRAM_DTYPES)}), got {dtype}; "
-                        "lbp_histograms returns such counts")
-    if 0 in tuple(x.shape) or x.ndim == 0:
-        raise ValueError(f"{name} must not be empty, got shape {tuple(x.shape)}")
-    return asarray(x)
+    return _validate.matrix(x, name, dtypes=HISTOGRAM_DTYPES, hint="; lbp_histograms returns such counts", two_d=False)
 
 
 def check_distance_args(query: Any, gallery: Any, weights: Any, max_count: Any) -> tuple[Any, Any, Any, dict, bool]:
@@ -249,15 +239,20 @@ def chi_square(query: Any, gallery: Any, *, weights: Any = None, max_count: int 
     """
     Q, G, W, params, single = check_distance_args(query, gallery, weights, max_count)
     xp = backend().xp
-    d = Q.shape[1] * Q.shape[2]
-    cols = max(1, min(G.shape[0], TILE_ELEMENTS // d))
-    rows = max(1, TILE_ELEMENTS // (cols * d))
+    rows, cols = _tile(G.shape[0], Q.shape[1] * Q.shape[2])
     blocks = []
     for r0 in range(0, Q.shape[0], rows):
         row = [chi_square_kernel(Q[r0:r0 + rows], G[c0:c0 + cols], W, **params) for c0 in range(0, G.shape[0], cols)]
         blocks.append(row[0] if len(row) == 1 else xp.concat(row, axis=1))
     D = blocks[0] if len(blocks) == 1 else xp.concat(blocks, axis=0)
     return (D[0] if single else D), params["frac_bits"]
+
+
+def _tile(n: int, d: int, k: int = 1) -> tuple[int, int]:
+    """(query rows, gallery columns) per call of the chi-square kernel: its per-bin terms
+    (rows x cols x d) stay within ``TILE_ELEMENTS``; at least ``k`` columns."""
+    cols = max(k, min(n, max(1, TILE_ELEMENTS // d)))
+    return max(1, TILE_ELEMENTS // (cols * d)), cols
 
 
 def nearest(query: Any, gallery: Any, *, k: int = 1, weights: Any = None, max_count: int | None = None) -> tuple[Any, Any]:
@@ -303,9 +298,6 @@ def nearest(query: Any, gallery: Any, *, k: int = 1, weights: Any = None, max_co
     n = G.shape[0]
     if k > n:
         raise ValueError(f"k must be at most the number of gallery rows ({n}), got {k}")
-    d = Q.shape[1] * Q.shape[2]
-    cols = max(k, min(n, max(1, TILE_ELEMENTS // d)))
-    rows = max(1, TILE_ELEMENTS // (cols * d))
     idx, D = tiled_nearest(lambda q, g: chi_square_kernel(q, g, W, **params), Q, G, k=k,
-                           tile_elements=rows * max(cols, d), tile_columns=cols)
+                           tile=_tile(n, Q.shape[1] * Q.shape[2], k))
     return (idx[0], D[0]) if single else (idx, D)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _validate
 from ..backends import asarray, backend, to_numpy
-from ._chi_square import AHONEN_WEIGHTS_7X7, nearest
+from ._chi_square import AHONEN_WEIGHTS_7X7, frac_bits, nearest
 from ._histograms import lbp_histograms, region_layout
 from ._lbp import METHODS, check_pr
 
@@ -157,9 +157,10 @@ class LBPFaceRecognizer:
         faces = self._faces(images)
         k = _validate.integer(k, "k", low=1, high=len(self._labels))
         hist = self._histograms(faces)
+        most = self._max_count(self._face_shape)
         idx, D = nearest(hist, asarray(self._gallery), k=k, weights=self._weights(tuple(hist.shape[1:3])),
-                         max_count=self._max_count(self._face_shape))
-        F = min(20, 30 - self._max_count(self._face_shape).bit_length())
+                         max_count=most)
+        F = frac_bits(most)  # the scale of chi_square's D for these counts
         idx, dist = to_numpy(idx), to_numpy(D).astype(np.float64) * 2.0**-F
         labels = self._labels[idx]
         if self.threshold is not None:

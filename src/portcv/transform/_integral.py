@@ -224,8 +224,5 @@ def integral(image: Any, *, squared: bool = False, dtype: str = "int32", channel
             f"image: {height}x{width} pixels can sum to 255 * {height * width} > 2**31 - 1, which int32 "
             "cannot hold (OpenCV would wrap); pass dtype='int64'"
         )
-    out_elements = math.prod(img.shape) // (height * width) * (height + 1) * (width + 1)
-    if out_elements > _validate.MAX_ELEMENTS:
-        raise ValueError(f"image: the integral image would have {out_elements} elements; at most "
-                         f"{_validate.MAX_ELEMENTS} are supported")
+    _validate.output_elements(img.shape, (height, width), (height + 1, width + 1), "image")
     return integral_kernel(img, has_channels=has_channels, squared=squared, dtype=dtype)

@@ -8,15 +8,13 @@ import numpy as np
 
 from .. import _validate
 from ._detector import (
-    GROUP_EPS,
     candidates_to_rects,
     check_params,
-    clip_rects,
     load,
     run_scan,
     to_gray,
 )
-from ._group import group_rectangles_impl
+from ._group import group_and_clip
 from ._xml import Cascade, parse_cascade
 
 
@@ -149,11 +147,7 @@ class CascadeDetector:
         if grouped is not None:  # grouped and clipped on the device (CuPy)
             return grouped
         rects = candidates_to_rects(grid, idx, self.cascade.window)
-        if raw or mn == 0:
-            neighbours = np.ones(rects.shape[0], np.int32)
-        else:
-            rects, neighbours = group_rectangles_impl(rects, mn, GROUP_EPS)
-        return clip_rects(rects, neighbours, width, height)
+        return group_and_clip(rects, 0 if raw else mn, width, height)
 
 
 def load_cascade(path_or_name: Any) -> Cascade:

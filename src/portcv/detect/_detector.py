@@ -142,12 +142,19 @@ class ScanGrid:
 
 def candidates_to_rects(grid: ScanGrid, index: np.ndarray, window: tuple[int, int]) -> np.ndarray:
     """Image rects of windows ``index``: ``rint(x * factor)`` etc. (OpenCV's mapping)."""
-    f = grid.factors[grid.level[index]]  # float32
-    x = np.rint(grid.x[index].astype(np.float32) * f)  # float32 products, as OpenCV
-    y = np.rint(grid.y[index].astype(np.float32) * f)
+    return level_rects(grid.factors, grid.level[index], grid.x[index], grid.y[index], window)
+
+
+def level_rects(factors: np.ndarray, level: np.ndarray, x: np.ndarray, y: np.ndarray,
+                window: tuple[int, int]) -> np.ndarray:
+    """Image rects ``[x, y, w, h]`` int32 of windows at level coordinates ``(x, y)`` of levels
+    ``level`` scaled by float32 ``factors``: ``rint(float32(x) * f)`` etc., OpenCV's mapping."""
+    f = factors[level]  # float32
+    rx = np.rint(x.astype(np.float32) * f)  # float32 products, as OpenCV
+    ry = np.rint(y.astype(np.float32) * f)
     w = np.rint(np.float32(window[0]) * f)
     h = np.rint(np.float32(window[1]) * f)
-    return np.stack([x, y, w, h], axis=1).astype(np.int32)
+    return np.stack([rx, ry, w, h], axis=1).astype(np.int32)
 
 
 def clip_rects(rects: np.ndarray, neighbours: np.ndarray, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
@@ -175,12 +182,21 @@ def check_size_pair(value: Any, name: str, *, allow_none: bool) -> tuple[int, in
     return w, h
 
 
-def check_params(scale_factor: Any, min_neighbors: Any, min_size: Any, max_size: Any, split_stage: Any,
-                 n_stages: int) -> tuple:
+def check_scale_factor(scale_factor: Any) -> float:
     sf = _validate.real(scale_factor, "scale_factor", positive=True, high=MAX_SCALE_FACTOR)
     if sf <= 1.0:
         raise ValueError(f"scale_factor must be > 1, got {scale_factor}")
-    mn = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
+    return sf
+
+
+def check_min_neighbors(min_neighbors: Any) -> int:
+    return _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
+
+
+def check_params(scale_factor: Any, min_neighbors: Any, min_size: Any, max_size: Any, split_stage: Any,
+                 n_stages: int) -> tuple:
+    sf = check_scale_factor(scale_factor)
+    mn = check_min_neighbors(min_neighbors)
     mins = check_size_pair(min_size, "min_size", allow_none=False)
     maxs = check_size_pair(max_size, "max_size", allow_none=True)
     if split_stage is None:

@@ -8,9 +8,7 @@ import numpy as np
 
 from .. import _validate
 from ..backends import owner_of, to_numpy
-from ._detector import (
-    GROUP_EPS,
-)
+from ._detector import GROUP_EPS, clip_rects
 
 
 def _similar_pairs(r: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
@@ -147,3 +145,13 @@ def group_rectangles(rects: Any, min_neighbors: int, *, eps: float = GROUP_EPS) 
     mn = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
     e = _validate.real(eps, "eps", positive=True, high=10.0)
     return group_rectangles_impl(r, mn, e)
+
+
+def group_and_clip(rects: np.ndarray, min_neighbors: int, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """A detector's last host step: ``groupRectangles(rects, min_neighbors, eps=0.2)`` (ones as
+    neighbour counts for ``min_neighbors=0``, the raw candidates), then the clip to the image."""
+    if min_neighbors == 0:
+        neighbours = np.ones(rects.shape[0], np.int32)
+    else:
+        rects, neighbours = group_rectangles_impl(rects, min_neighbors, GROUP_EPS)
+    return clip_rects(rects, neighbours, width, height)

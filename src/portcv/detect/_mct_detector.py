@@ -13,8 +13,9 @@ from .. import _validate, backends
 from .._kernel import kernel
 from ..backends import backend, to_numpy
 from ._cascade import compact_kernel, pyramid_kernel
-from ._detector import GROUP_EPS, check_size_pair, clip_rects, next_capacity, packed_pyramid_maps, to_gray
-from ._group import group_rectangles_impl
+from ._detector import (check_min_neighbors, check_scale_factor, check_size_pair, level_rects, next_capacity,
+                        packed_pyramid_maps, to_gray)
+from ._group import group_and_clip
 from ._mct import mct_kernel
 from ._mct_cascade import BUNDLED, LUT_WIDTH, MCTCascade, load_mct_cascade
 
@@ -291,10 +292,8 @@ class MCTDetector:
         (0, 4)
         """
         c = self.cascade
-        sf = _validate.real(scale_factor, "scale_factor", positive=True, high=10.0)
-        if sf <= 1.0:
-            raise ValueError(f"scale_factor must be > 1, got {scale_factor}")
-        mn = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
+        sf = check_scale_factor(scale_factor)
+        mn = check_min_neighbors(min_neighbors)
         mins = check_size_pair(min_size, "min_size", allow_none=False)
         maxs = check_size_pair(max_size, "max_size", allow_none=True)
         st = _validate.integer(step, "step", low=1, high=64)
@@ -332,9 +331,7 @@ class MCTDetector:
         img = _validate.image(image)
         if img.ndim != 2:
             raise ValueError(f"image must be gray (H, W), got shape {tuple(img.shape)}")
-        sf = _validate.real(scale_factor, "scale_factor", positive=True, high=10.0)
-        if sf <= 1.0:
-            raise ValueError(f"scale_factor must be > 1, got {scale_factor}")
+        sf = check_scale_factor(scale_factor)
         mins = check_size_pair(min_size, "min_size", allow_none=False)
         maxs = check_size_pair(max_size, "max_size", allow_none=True)
         st = _validate.integer(step, "step", low=1, high=64)
@@ -453,23 +450,9 @@ class MCTDetector:
         found, levels = self._scan(gray, sf, mins, maxs, step, split, devices)
         if found.shape[0] == 0:
             return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
-        rects = candidates_to_rects(found, levels, self.cascade.window)
-        if mn == 0:
-            neighbours = np.ones(rects.shape[0], np.int32)
-        else:
-            rects, neighbours = group_rectangles_impl(rects, mn, GROUP_EPS)
-        return clip_rects(rects, neighbours, width, height)
-
-
-def candidates_to_rects(found: np.ndarray, levels: list, window: tuple[int, int]) -> np.ndarray:
-    """Image rects of ``(level, x, y)`` candidates: ``rint(float32(x) * f)`` etc. (OpenCV's mapping)."""
-    factors = np.array([f for f, _ in levels], np.float32)
-    f = factors[found[:, 0]]
-    x = np.rint(found[:, 1].astype(np.float32) * f)
-    y = np.rint(found[:, 2].astype(np.float32) * f)
-    w = np.rint(np.float32(window[0]) * f)
-    h = np.rint(np.float32(window[1]) * f)
-    return np.stack([x, y, w, h], axis=1).astype(np.int32)
+        factors = np.array([f for f, _ in levels], np.float32)
+        rects = level_rects(factors, found[:, 0], found[:, 1], found[:, 2], self.cascade.window)
+        return group_and_clip(rects, mn, width, height)
 
 
 from . import _mct_cuda  # noqa: E402,F401  (registers the CuPy overrides)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from ._detector import check_scale_factor
 from ._mct import mct_kernel
 from ._mct_cascade import LUT_LIMIT, LUT_WIDTH, MCTCascade
 
@@ -350,9 +351,7 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
         raise ValueError(f"stage_hit_rate must be a float or {S} floats, got {stage_hit_rate!r}")
     hit_per = tuple(_validate.real(h, "stage_hit_rate", positive=True, high=1.0) for h in hit_per)
     target_fp = _validate.real(stage_false_positive, "stage_false_positive", positive=True, high=1.0)
-    sf = _validate.real(scale_factor, "scale_factor", positive=True, high=10.0)
-    if sf <= 1.0:
-        raise ValueError(f"scale_factor must be > 1, got {scale_factor}")
+    sf = check_scale_factor(scale_factor)
     stp = _validate.integer(step, "step", low=1, high=64)
     sd = _validate.integer(seed, "seed", low=0, high=2**63 - 1)
     if validation is None:

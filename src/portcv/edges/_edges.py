@@ -227,7 +227,7 @@ def _detect_numpy(image: Any, *, blur_taps: tuple, low_sq: int, high_sq: int, al
     # frame's own border where a band touches it), each band's core copied out: the same bits as
     # one call on the whole frame (the tile engine's halo argument, inside one process), with
     # cache-sized temporaries, spread over the host threads.
-    from ..backends.numpy import run_bands
+    from ..backends.numpy import row_bands, run_bands
 
     img = np.asarray(image)
     h, w = img.shape[-2], img.shape[-1]
@@ -247,7 +247,7 @@ def _detect_numpy(image: Any, *, blur_taps: tuple, low_sq: int, high_sq: int, al
                                         alpha=alpha, variant=variant, border=border)
         flat[p, r0:r1] = result[r0 - a:r1 - a]
 
-    run_bands(band, [(p, r, min(h, r + core)) for p in range(planes.shape[0]) for r in range(0, h, core)])
+    run_bands(band, row_bands(h, w, planes=planes.shape[0], target=core * w))
     return out
 
 

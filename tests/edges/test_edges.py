@@ -303,6 +303,26 @@ def test_hysteresis_walks_a_path_through_every_tile(backend, shape):
     assert_same_bits(expected, got)
 
 
+@given(
+    shape=st.tuples(st.integers(1, 3), st.integers(1, 70), st.integers(1, 90)),
+    density=st.sampled_from([0.2, 0.5, 0.8]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_hysteresis_on_random_candidate_maps(backend, shape, density, seed):
+    """Dense random maps make long, branching, merging components: every union order of the
+    CUDA union-find (and every labelling) must give the oracle's edges, frame by frame."""
+    from portcv.edges._edges import hysteresis_kernel
+
+    rng = np.random.default_rng(seed)
+    candidate = rng.random(shape) < density
+    strong = rng.random(shape) < 0.01
+    state = np.where(candidate, np.where(strong, 2, 1), 0).astype(np.uint8)
+    expected = np.stack([oracle.hysteresis(s) for s in state])
+    with portcv.using(backend):
+        got = hysteresis_kernel(portcv.asarray(state))
+    assert_same_bits(expected, got)
+
+
 # ---------------------------------------------------------------- bad input
 GRAY = np.zeros((6, 7), np.uint8)
 G16 = np.zeros((6, 7), np.int16)

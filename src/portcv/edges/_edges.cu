@@ -4,7 +4,8 @@
 //       maximum -> accepted -> (2 ALPHA + 1)^2 apron *gather* -> uint8 {0, 255}, in one pass
 //       over a shared-memory tile;
 //   portcv_edges_magnitude<L2>                   exact |gx| + |gy| or isqrt(gx^2 + gy^2);
-//   portcv_canny_hysteresis<T>                   Canny's hysteresis, tile-local fixed point.
+//   portcv_canny_cc_*                            Canny's hysteresis as connected components;
+//   portcv_canny_candidates<L2, T>               Canny's NMS and double threshold.
 // Compiled by portcv.backends.cupy with --std=c++17 --fmad=false.
 //
 // Exactness: integers only. A 3x3 Sobel of uint8 is at most 4 * 255 = 1020 in magnitude, so
@@ -222,52 +223,100 @@ __global__ void portcv_edges_magnitude(const short* __restrict__ gx, const short
     }
 }
 
-// Canny hysteresis on a uint8 state map (0 none, 1 weak candidate, 2 edge), in place.
-// A block loads a T x T tile and its 1-pixel ring (0 outside the image), turns weak pixels
-// with an edge among their 8 neighbours into edges until the tile settles (__syncthreads_or),
-// writes back the pixels it changed and sets *changed when there were any. Relaunched by the
-// host until a launch changes nothing. Values only grow (1 -> 2), so reading a neighbour's old
-// or new value (shared memory within a sweep, other blocks' global writes) only delays the
-// propagation: the fixed point -- the weak components that touch an edge -- is unique.
-template <int T>
-__global__ void __launch_bounds__(256)
-portcv_canny_hysteresis(unsigned char* __restrict__ state, int H, int W, int* __restrict__ changed) {
-    static_assert(256 % T == 0 && (T * T) % 256 == 0 && T * T / 256 <= 32, "T x T pixels over 256 threads");
-    constexpr int RSTEP = 256 / T;        // rows between a thread's pixels
-    constexpr int ROWS = T * T / 256;     // pixels per thread
-    __shared__ unsigned char s[T + 2][T + 2];
+// Canny hysteresis as connected components (the edges are the 8-connected candidate components
+// that hold a strong pixel), by union-find on a label per pixel: four launches, no host loop.
+// `parent` holds, for each pixel of a chunk of planes, the chunk-wide index of a pixel of its
+// component with parent[i] <= i; a root has parent[r] == r. Unions link the larger root under
+// the smaller one with atomicMin (Playne and Hawick's concurrent union-find), so parents only
+// decrease and every thread schedule ends in the same partition; the edges depend only on the
+// partition. Label reads go through plain (coherent) loads: other threads link roots meanwhile.
+//   1. portcv_canny_cc_init:     parent[i] = i, strong_root[i] = 0 for each candidate.
+//   2. portcv_canny_cc_union:    each candidate joins its candidate W, NW, N, NE neighbours (at
+//                                most two of them: the rest are joined through those).
+//   3. portcv_canny_cc_compress: each candidate points at its root (shortening paths for 4),
+//                                a strong candidate marks strong_root[root].
+//   4. portcv_canny_cc_edges:    out = 255 where a candidate's root is marked, else 0.
+// state: 0 none, 1 weak candidate, 2 strong candidate (portcv_canny_candidates).
 
-    const int tid = threadIdx.x;
-    const int tx = tid % T, ty = tid / T;
-    const int x0 = blockIdx.x * T, y0 = blockIdx.y * T;
-    unsigned char* plane = state + (size_t)blockIdx.z * H * W;
-    for (int i = tid; i < (T + 2) * (T + 2); i += 256) {
-        const int r = i / (T + 2), c = i - r * (T + 2);
-        const int y = y0 - 1 + r, x = x0 - 1 + c;
-        s[r][c] = (y >= 0 && y < H && x >= 0 && x < W) ? plane[(size_t)y * W + x] : 0;
+__device__ __forceinline__ int canny_cc_find(const int* parent, int i) {
+    int p = parent[i];
+    while (p != i) {
+        i = p;
+        p = parent[i];
     }
-    __syncthreads();
+    return i;
+}
 
-    unsigned int mine = 0;  // bit k: this thread's k-th pixel went 1 -> 2
+__global__ void portcv_canny_cc_init(const unsigned char* __restrict__ state, int* __restrict__ parent,
+                                     unsigned char* __restrict__ strong_root, int n) {
+    // Only candidates: launches 2-4 never read another pixel's entries.
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        if (!state[i]) continue;
+        parent[i] = i;
+        strong_root[i] = 0;
+    }
+}
+
+__device__ __forceinline__ void canny_cc_union(int* parent, int a, int b) {
     for (;;) {
-        bool now = false;
-#pragma unroll
-        for (int k = 0; k < ROWS; ++k) {
-            const int r = 1 + ty + k * RSTEP, c = 1 + tx;
-            if (s[r][c] == 1 &&
-                (s[r - 1][c - 1] == 2 || s[r - 1][c] == 2 || s[r - 1][c + 1] == 2 || s[r][c - 1] == 2 ||
-                 s[r][c + 1] == 2 || s[r + 1][c - 1] == 2 || s[r + 1][c] == 2 || s[r + 1][c + 1] == 2)) {
-                s[r][c] = 2;
-                mine |= 1u << k;
-                now = true;
-            }
+        a = canny_cc_find(parent, a);
+        b = canny_cc_find(parent, b);
+        if (a == b) return;
+        if (a > b) {  // link the larger root under the smaller
+            const int t = a;
+            a = b;
+            b = t;
         }
-        if (!__syncthreads_or(now)) break;
+        const int old = atomicMin(&parent[b], a);
+        if (old == b) return;  // b was still a root: linked
+        b = old;               // b was linked meanwhile: retry from its new parent
     }
-#pragma unroll
-    for (int k = 0; k < ROWS; ++k)
-        if ((mine >> k) & 1u) plane[(size_t)(y0 + ty + k * RSTEP) * W + x0 + tx] = 2;  // weak pixels lie inside
-    if (__syncthreads_or(mine != 0) && tid == 0) *changed = 1;
+}
+
+// n = planes * H * W pixels of the chunk (< 2^31, checked by the launcher).
+__global__ void portcv_canny_cc_union(const unsigned char* __restrict__ state, int* parent, int H, int W, int n) {
+    const int hw = H * W;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        if (!state[i]) continue;
+        const int r = i % hw, y = r / W, x = r - y * W;
+        // Wu, Otoo and Suzuki's scan-order decision tree: at most two unions per pixel, and
+        // still every pair of 8-adjacent candidates ends up joined (the neighbours skipped are
+        // adjacent to one that is joined, and are joined to it by their own pixel's tree).
+        const bool w = x > 0 && state[i - 1];
+        const int up = i - W;
+        const bool nw = y > 0 && x > 0 && state[up - 1], nn = y > 0 && state[up];
+        const bool ne = y > 0 && x + 1 < W && state[up + 1];
+        if (nn) {
+            canny_cc_union(parent, i, up);
+        } else if (ne) {
+            canny_cc_union(parent, i, up + 1);
+            if (nw) canny_cc_union(parent, i, up - 1);
+            else if (w) canny_cc_union(parent, i, i - 1);
+        } else if (nw) {
+            canny_cc_union(parent, i, up - 1);
+        } else if (w) {
+            canny_cc_union(parent, i, i - 1);
+        }
+    }
+}
+
+__global__ void portcv_canny_cc_compress(const unsigned char* __restrict__ state, int* parent,
+                                         unsigned char* __restrict__ strong_root, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        const unsigned char s = state[i];
+        if (!s) continue;
+        // Concurrent compression only replaces a parent by one of its ancestors: finds stay valid.
+        const int root = canny_cc_find(parent, i);
+        parent[i] = root;
+        if (s == 2) strong_root[root] = 1;  // every writer stores the same value
+    }
+}
+
+__global__ void portcv_canny_cc_edges(const unsigned char* __restrict__ state, const int* __restrict__ parent,
+                                      const unsigned char* __restrict__ strong_root, unsigned char* __restrict__ out,
+                                      int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        out[i] = (state[i] && strong_root[parent[i]]) ? 255 : 0;  // parent[i] is a root after launch 3
 }
 
 // Canny's candidates, as cv::Canny's NMS (src/portcv/edges/_edges.py canny_candidates_kernel): state 0

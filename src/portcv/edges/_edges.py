@@ -18,8 +18,9 @@ Here everything is exact integer arithmetic:
 Canny (``canny_candidates_kernel``, ``hysteresis_kernel``) follows OpenCV's ``cv::Canny`` step by
 step (integer tangent tests with ``TG22 = 13573`` in Q15, asymmetric ``>``/``>=`` comparisons),
 so the result equals ``cv2.Canny`` bit for bit; its hysteresis is a fixed point of 3x3
-dilations restricted to the candidates (8-connectivity), whatever order reaches it (on NumPy:
-SciPy's connected components, the same fixed point).
+dilations restricted to the candidates (8-connectivity), whatever order reaches it: the union of
+the candidates' 8-connected components that hold a strong pixel (on NumPy and JAX-CPU: SciPy's
+connected components; on CuPy: a union-find in CUDA).
 """
 
 from __future__ import annotations
@@ -544,15 +545,32 @@ def _hysteresis_jax_compiled(steps: int) -> Any:
     return jit(run)
 
 
-@hysteresis_kernel.override("jax")
-def _hysteresis_jax(state: Any) -> Any:
+@functools.lru_cache(maxsize=None)
+def _hysteresis_jax_host() -> Any:
     import jax
+    import jax.numpy as jnp
 
+    def run(state: Any) -> Any:
+        shape = jax.ShapeDtypeStruct(state.shape, jnp.uint8)
+        # "expand_dims": under vmap the callback gets the batch as a leading axis, which the
+        # labelling treats as frames of their own.
+        return jax.pure_callback(_hysteresis_numpy, shape, state, vmap_method="expand_dims")
+
+    return jit(run)
+
+
+@hysteresis_kernel.override("jax", supports="every input (on the CPU: SciPy's labelling through a host callback)")
+def _hysteresis_jax(state: Any) -> Any:
+    from ..backends import backend
+
+    if backend().runs_on_host:
+        # XLA:CPU has no connected-component primitive: its dilation loop took 0.44 s on a
+        # 1080p frame (one step per iteration; long chains need one per pixel). On the CPU the
+        # array is already in host memory, so SciPy's labelling (below) runs on it directly,
+        # inside jit too, and gives the same bits.
+        return _hysteresis_jax_host()(state)
     # XLA:GPU reads a while loop's condition on the host: several steps per check amortize it.
-    # On the CPU one step per iteration compiles 5x faster (the loop body is unrolled) and runs
-    # as fast. The fixed point, hence the result, is the same.
-    steps = 1 if jax.default_backend() == "cpu" else HYSTERESIS_STEPS
-    return _hysteresis_jax_compiled(steps)(state)
+    return _hysteresis_jax_compiled(HYSTERESIS_STEPS)(state)
 
 
 @hysteresis_kernel.override("numpy", supports="every input (SciPy's connected-component labelling)")
@@ -575,36 +593,38 @@ def _hysteresis_numpy(state: Any) -> Any:
     return out
 
 
-#: Launches of the CUDA hysteresis kernel between two reads of the convergence flags.
-HYSTERESIS_LAUNCHES_PER_CHECK = 8
-_HYSTERESIS_TILE = 32
+#: Most pixels per union-find launch: chunk-wide labels are int32.
+_CC_MAX_PIXELS = 2**31 - 1
 
 
 @hysteresis_kernel.override("cupy")
 def _hysteresis_cupy(state: Any) -> Any:
+    """Connected components by union-find (``_edges.cu``, ``portcv_canny_cc_*``): four launches
+    per chunk of whole planes, no host round trip."""
     import cupy
 
-    from ..backends.cupy import cuda_function
+    from ..backends.cupy import cuda_function, launch_1d
 
-    shape = state.shape
-    h, w = shape[-2], shape[-1]
-    grid_xy = ((w + _HYSTERESIS_TILE - 1) // _HYSTERESIS_TILE, (h + _HYSTERESIS_TILE - 1) // _HYSTERESIS_TILE)
-    if grid_xy[1] > 65535:
+    h, w = state.shape[-2], state.shape[-1]
+    if h * w > _CC_MAX_PIXELS:
         return NotImplemented
-    fn = cuda_function(__name__, "portcv_canny_hysteresis<32>")
-    work = cupy.array(state, dtype=cupy.uint8, order="C", copy=True)  # updated in place
-    planes = work.size // (h * w)
-    flat = work.reshape(planes, -1)
-    k = HYSTERESIS_LAUNCHES_PER_CHECK
-    flags = cupy.empty(k, dtype=cupy.int32)
-    while True:
-        # Launch i sets flags[i] when it changed a pixel. A launch that changed nothing saw a
-        # state no block was writing, so that state is the fixed point: one host read per k launches.
-        flags.fill(0)
-        for i in range(k):
-            for start in range(0, planes, 65535):  # gridDim.z limit
-                stop = min(planes, start + 65535)
-                fn(grid_xy + (stop - start,), (256,), (flat[start:stop], np.int32(h), np.int32(w), flags[i:]))
-        if int(flags.min()) == 0:
-            break
-    return cupy.where(work == CANDIDATE_STRONG, cupy.uint8(255), cupy.uint8(0))
+    src = cupy.ascontiguousarray(state, dtype=cupy.uint8)
+    planes = src.size // (h * w) if h * w else 0
+    flat = src.reshape(planes, h * w)
+    out = cupy.empty((planes, h * w), cupy.uint8)
+    chunk = max(1, min(planes, _CC_MAX_PIXELS // max(1, h * w)))
+    parent = cupy.empty(chunk * h * w, cupy.int32)
+    strong_root = cupy.empty(chunk * h * w, cupy.uint8)
+    init, union, compress, edges = (
+        cuda_function(__name__, f"portcv_canny_cc_{step}") for step in ("init", "union", "compress", "edges")
+    )
+    for start in range(0, planes, chunk):
+        stop = min(planes, start + chunk)
+        n = np.int32((stop - start) * h * w)
+        grid, block = launch_1d(int(n))
+        part = flat[start:stop]
+        init(grid, block, (part, parent, strong_root, n))
+        union(grid, block, (part, parent, np.int32(h), np.int32(w), n))
+        compress(grid, block, (part, parent, strong_root, n))
+        edges(grid, block, (part, parent, strong_root, out[start:stop], n))
+    return out.reshape(state.shape)

@@ -76,13 +76,29 @@ __device__ __forceinline__ T lane_group_exclusive(T v, int lane) {
     return incl - v;
 }
 
+// The partial sums (int32) and their carries (int64) live in one workspace each, laid out as
+// rowseg[planes][H][ntx][C], colseg[planes][nty][W*C], tiletot[planes][nty][ntx][C], then the
+// same three for the squared sums (which = 1). One allocation and one argument per workspace
+// keep a call's host cost low.
+template <typename T>
+struct IntegralParts {
+    T *row, *col, *tile;
+    __device__ __forceinline__ IntegralParts(T* base, int which, int planes, int H, int WC, int C, int ntx,
+                                             int nty) {
+        const size_t n_row = (size_t)planes * H * ntx * C, n_col = (size_t)planes * nty * WC;
+        const size_t n_tile = (size_t)planes * nty * ntx * C;
+        row = base + which * (n_row + n_col + n_tile);
+        col = row + n_row;
+        tile = col + n_col;
+    }
+};
+
 // Launch 1: grid (ntx, nty, planes). Writes rowseg[p][y][tx][c], colseg[p][ty][x*C+c],
 // tiletot[p][ty][tx][c] (and the squared versions when SQ).
 template <int C, int TW, int TH, bool SQ>
 __global__ void __launch_bounds__(INTEGRAL_THREADS)
 portcv_integral_tile_sums(const unsigned char* __restrict__ src, int H, int W, int ntx, int nty,
-                          int* __restrict__ rowseg, int* __restrict__ colseg, int* __restrict__ tiletot,
-                          int* __restrict__ rowseg_sq, int* __restrict__ colseg_sq, int* __restrict__ tiletot_sq) {
+                          int* __restrict__ seg) {
     using G = IntegralTile<C, TW, TH>;
     __shared__ __align__(16) unsigned char s_in[TH][G::TWB];
     __shared__ int s_col[SQ ? 2 : 1][G::TWB];
@@ -90,6 +106,10 @@ portcv_integral_tile_sums(const unsigned char* __restrict__ src, int H, int W, i
     const int tid = threadIdx.x, tx = blockIdx.x, ty = blockIdx.y;
     const size_t p = blockIdx.z;
     const int WC = W * C, e0 = tx * TW * C, y0 = ty * TH;
+    const IntegralParts<int> sums(seg, 0, gridDim.z, H, WC, C, ntx, nty);
+    const IntegralParts<int> sqs(seg, SQ ? 1 : 0, gridDim.z, H, WC, C, ntx, nty);
+    int *rowseg = sums.row, *colseg = sums.col, *tiletot = sums.tile;
+    int *rowseg_sq = sqs.row, *colseg_sq = sqs.col, *tiletot_sq = sqs.tile;
     integral_load_tile<TH, G::TWB>(src + p * H * WC, H, WC, y0, e0, s_in);
     __syncthreads();
 
@@ -180,14 +200,17 @@ __device__ __forceinline__ void integral_exclusive_scan(const int* __restrict__ 
 // totals of tiles above (ty, tx) in its tile column.
 template <int C, bool SQ>
 __global__ void __launch_bounds__(INTEGRAL_THREADS)
-portcv_integral_carries(int planes, int H, int W, int ntx, int nty,
-                        const int* __restrict__ rowseg, const int* __restrict__ colseg, const int* __restrict__ tiletot,
-                        const int* __restrict__ rowseg_sq, const int* __restrict__ colseg_sq,
-                        const int* __restrict__ tiletot_sq,
-                        long long* __restrict__ rowcarry, long long* __restrict__ colcarry,
-                        long long* __restrict__ colex,
-                        long long* __restrict__ rowcarry_sq, long long* __restrict__ colcarry_sq,
-                        long long* __restrict__ colex_sq) {
+portcv_integral_carries(int planes, int H, int W, int ntx, int nty, const int* __restrict__ seg,
+                        long long* __restrict__ carry) {
+    const int q = SQ ? 1 : 0;
+    const IntegralParts<const int> sums(seg, 0, planes, H, W * C, C, ntx, nty);
+    const IntegralParts<const int> sqs(seg, q, planes, H, W * C, C, ntx, nty);
+    const IntegralParts<long long> cars(carry, 0, planes, H, W * C, C, ntx, nty);
+    const IntegralParts<long long> cars_sq(carry, q, planes, H, W * C, C, ntx, nty);
+    const int *rowseg = sums.row, *colseg = sums.col, *tiletot = sums.tile;
+    const int *rowseg_sq = sqs.row, *colseg_sq = sqs.col, *tiletot_sq = sqs.tile;
+    long long *rowcarry = cars.row, *colcarry = cars.col, *colex = cars.tile;
+    long long *rowcarry_sq = cars_sq.row, *colcarry_sq = cars_sq.col, *colex_sq = cars_sq.tile;
     const long long WC = (long long)W * C;
     const long long n_row = (long long)planes * H * C, n_col = (long long)planes * WC;
     const long long n_tile = (long long)planes * ntx * C;
@@ -220,10 +243,7 @@ portcv_integral_carries(int planes, int H, int W, int ntx, int nty,
 template <int C, int TW, int TH, bool SQ, typename SumT, typename SqT>
 __global__ void __launch_bounds__(INTEGRAL_THREADS)
 portcv_integral_tiles(const unsigned char* __restrict__ src, int H, int W, int ntx, int nty,
-                      const long long* __restrict__ rowcarry, const long long* __restrict__ colcarry,
-                      const long long* __restrict__ colex, const long long* __restrict__ rowcarry_sq,
-                      const long long* __restrict__ colcarry_sq, const long long* __restrict__ colex_sq,
-                      SumT* __restrict__ sum_out, SqT* __restrict__ sq_out) {
+                      const long long* __restrict__ carry, SumT* __restrict__ sum_out, SqT* __restrict__ sq_out) {
     using G = IntegralTile<C, TW, TH>;
     constexpr int NQ = SQ ? 2 : 1;
     __shared__ __align__(16) unsigned char s_in[TH][G::TWB];
@@ -236,11 +256,15 @@ portcv_integral_tiles(const unsigned char* __restrict__ src, int H, int W, int n
     const int tid = threadIdx.x, tx = blockIdx.x, ty = blockIdx.y;
     const size_t p = blockIdx.z;
     const int WC = W * C, e0 = tx * TW * C, y0 = ty * TH;
+    const IntegralParts<const long long> cars(carry, 0, gridDim.z, H, WC, C, ntx, nty),
+        cars_sq(carry, SQ ? 1 : 0, gridDim.z, H, WC, C, ntx, nty);
+    const long long *rowcarry = cars.row, *colcarry = cars.col, *colex = cars.tile;
+    const long long *rowcarry_sq = cars_sq.row, *colcarry_sq = cars_sq.col, *colex_sq = cars_sq.tile;
     integral_load_tile<TH, G::TWB>(src + p * H * WC, H, WC, y0, e0, s_in);
     for (int i = tid; i < NQ * TH * C; i += INTEGRAL_THREADS) {
         const int which = i / (TH * C), rc = i - which * TH * C, r = rc / C, c = rc - r * C, y = y0 + r;
-        const long long* carry = which ? rowcarry_sq : rowcarry;
-        s_carry[which][r][c] = y < H ? carry[((p * H + y) * ntx + tx) * C + c] : 0;
+        const long long* rows = which ? rowcarry_sq : rowcarry;
+        s_carry[which][r][c] = y < H ? rows[((p * H + y) * ntx + tx) * C + c] : 0;
     }
     __syncthreads();
 

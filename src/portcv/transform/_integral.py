@@ -123,33 +123,30 @@ def launch_integral(img: Any, *, has_channels: bool, squared: bool, dtype: str, 
     carries = cuda_function(__name__, f"portcv_integral_carries<{channels},{sq}>")
     tiles = cuda_function(__name__, f"portcv_integral_tiles<{channels},{tw},{th},{sq},{_CUDA_SUM[dtype]},{_CUDA_SUM[sq_dtype]}>")
 
-    # Partial sums per tile row / tile column / tile (int32 is exact: <= 255^2 * 32 * 128), and
-    # their exclusive prefixes across tiles (int64).
-    nq = 2 if squared else 1
-    rowseg = cupy.empty((nq, planes, height, ntx, channels), np.int32)
-    colseg = cupy.empty((nq, planes, nty, width * channels), np.int32)
-    tiletot = cupy.empty((nq, planes, nty, ntx, channels), np.int32)
-    rowcarry = cupy.empty(rowseg.shape, np.int64)
-    colcarry = cupy.empty(colseg.shape, np.int64)
-    colex = cupy.empty(tiletot.shape, np.int64)
     sums = cupy.empty((planes, height + 1, width + 1, channels), dtype)
     squares = cupy.empty(sums.shape, sq_dtype) if squared else sums  # unused unless squared
-    last = nq - 1
     h, w, nx, ny = np.int32(height), np.int32(width), np.int32(ntx), np.int32(nty)
-
-    for start in range(0, planes, 65535):  # gridDim.z limit
-        stop = min(planes, start + 65535)
-        grid = (ntx, nty, stop - start)
-        part = slice(start, stop)
-        segs = (rowseg[0, part], colseg[0, part], tiletot[0, part], rowseg[last, part], colseg[last, part],
-                tiletot[last, part])
-        cars = (rowcarry[0, part], colcarry[0, part], colex[0, part], rowcarry[last, part], colcarry[last, part],
-                colex[last, part])
-        tile_sums(grid, (256,), (src[part], h, w, nx, ny) + segs)
-        n_threads = (stop - start) * (height + width + ntx) * channels * nq
+    nq = 2 if squared else 1
+    chunk = max(1, min(planes, 65535))  # gridDim.z limit
+    # Partial sums per tile row / tile column / tile (int32 is exact: <= 255^2 * 32 * 128) and
+    # their exclusive prefixes across tiles (int64): one workspace each, for a chunk of planes
+    # (_integral.cu's IntegralParts layout). Few allocations and arguments: a call's host cost.
+    per_plane = (height * ntx + nty * width + nty * ntx) * channels * nq
+    seg = cupy.empty(chunk * per_plane, np.int32)
+    carry = cupy.empty(chunk * per_plane, np.int64)
+    for start in range(0, planes, chunk):
+        n = min(chunk, planes - start)
+        if n == planes:  # one chunk: no views to make (each costs host time)
+            part_src, part_sums, part_squares = src, sums, squares
+        else:
+            part = slice(start, start + n)
+            part_src, part_sums, part_squares = src[part], sums[part], squares[part]
+        grid = (ntx, nty, n)
+        tile_sums(grid, (256,), (part_src, h, w, nx, ny, seg))
+        n_threads = n * (height + width + ntx) * channels * nq
         grid_1d = (min((n_threads + 255) // 256, 65535 * 8),)
-        carries(grid_1d, (256,), (np.int32(stop - start), h, w, nx, ny) + segs + cars)
-        tiles(grid, (256,), (src[part], h, w, nx, ny) + cars + (sums[part], squares[part]))
+        carries(grid_1d, (256,), (np.int32(n), h, w, nx, ny, seg, carry))
+        tiles(grid, (256,), (part_src, h, w, nx, ny, carry, part_sums, part_squares))
 
     out_shape = lead + (height + 1, width + 1) + ((channels,) if has_channels else ())
     sums = sums.reshape(out_shape)

@@ -615,9 +615,10 @@ def _hysteresis_cupy(state: Any) -> Any:
     chunk = max(1, min(planes, _CC_MAX_PIXELS // max(1, h * w)))
     parent = cupy.empty(chunk * h * w, cupy.int32)
     strong_root = cupy.empty(chunk * h * w, cupy.uint8)
-    init, union, compress, edges = (
-        cuda_function(__name__, f"portcv_canny_cc_{step}") for step in ("init", "union", "compress", "edges")
-    )
+    init = cuda_function(__name__, "portcv_canny_cc_init")
+    union = cuda_function(__name__, "portcv_canny_cc_union")
+    compress = cuda_function(__name__, "portcv_canny_cc_compress")
+    edges = cuda_function(__name__, "portcv_canny_cc_edges")
     for start in range(0, planes, chunk):
         stop = min(planes, start + chunk)
         n = np.int32((stop - start) * h * w)

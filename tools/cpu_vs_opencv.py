@@ -1,13 +1,14 @@
 """NumPy backend against OpenCV on the host: portable code, NumPy overrides and cv2, interleaved.
 
-    python tools/cpu_vs_opencv.py [--rounds 15] [--threads 2]
+    python tools/cpu_vs_opencv.py [--rounds 15] [--threads 2] [--jax]
 
 One process, one 1920x1080 frame (``portcv.data.synthetic_rgb`` and its gray), each round runs
 every side of every op in turn (``timing.interleaved_ms``): the portable version (a NumPy backend
 of its own family, so no override runs: what ``numpy`` ran before its overrides), the ``numpy``
 backend (its overrides) and ``cv2`` with ``cv2.setNumThreads(threads)``. Prints a Markdown table
 of median ms and ratios to OpenCV, and the geometric means (docs/benchmarks.md, "CPU backends
-against OpenCV").
+against OpenCV"). ``--jax`` adds JAX on the CPU (the frame already on its device, each call
+waited for) as a fourth side.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--threads", type=int, default=2, help="cv2.setNumThreads")
     parser.add_argument("--only", default="", help="comma-separated op names (default: all)")
+    parser.add_argument("--jax", action="store_true", help="also time the jax backend on the CPU")
     args = parser.parse_args()
     import cv2
 
@@ -85,19 +87,33 @@ def main() -> None:
             return run
 
         same = np.array_equal(portcv.to_numpy(on("numpy")()), portcv.to_numpy(on("numpy:portable")()))
-        rows[op] = interleaved_ms({"portable": on("numpy:portable"), "numpy": on("numpy"), "cv2": lambda: peer(x)},
-                                  rounds=args.rounds), same
+        sides = {"portable": on("numpy:portable"), "numpy": on("numpy"), "cv2": lambda: peer(x)}
+        if args.jax:
+            with portcv.using("jax"):
+                xj = portcv.asarray(x)
+
+            def on_jax(call=call, xj=xj):
+                with portcv.using("jax"):
+                    return portcv.backend().block(call(xj))
+
+            same = same and np.array_equal(portcv.to_numpy(on_jax()), portcv.to_numpy(on("numpy")()))
+            sides["jax"] = on_jax
+        rows[op] = interleaved_ms(sides, rounds=args.rounds), same
     print(f"1920x1080, median of {args.rounds} interleaved rounds; cv2 {cv2.__version__} on {args.threads} threads\n")
-    print("| op | portable ms | numpy ms | cv2 ms | portable / cv2 | numpy / cv2 | numpy == portable |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+    jax_head, jax_rule = (" jax ms | jax / cv2 |", "---:|---:|") if args.jax else ("", "")
+    print(f"| op | portable ms | numpy ms | cv2 ms | portable / cv2 | numpy / cv2 |{jax_head} same bits |")
+    print(f"|---|---:|---:|---:|---:|---:|{jax_rule}---|")
     for op, (t, same) in rows.items():
+        jax_cells = f" {t['jax']:.2f} | {t['jax'] / t['cv2']:.1f}x |" if args.jax else ""
         print(f"| {op} | {t['portable']:.2f} | {t['numpy']:.2f} | {t['cv2']:.2f} | "
-              f"{t['portable'] / t['cv2']:.1f}x | {t['numpy'] / t['cv2']:.1f}x | {same} |")
+              f"{t['portable'] / t['cv2']:.1f}x | {t['numpy'] / t['cv2']:.1f}x |{jax_cells} {same} |")
     for label, names in (("filters", [o for o in FILTERS if o in rows]), ("all ops", list(rows))):
         if names:
             before = geomean([rows[o][0]["portable"] / rows[o][0]["cv2"] for o in names])
             after = geomean([rows[o][0]["numpy"] / rows[o][0]["cv2"] for o in names])
-            print(f"\ngeometric mean, {label} ({len(names)} ops): portable {before:.1f}x, numpy {after:.1f}x OpenCV")
+            jax = geomean([rows[o][0]["jax"] / rows[o][0]["cv2"] for o in names]) if args.jax else None
+            jax_text = f", jax {jax:.1f}x" if args.jax else ""
+            print(f"\ngeometric mean, {label} ({len(names)} ops): portable {before:.1f}x, numpy {after:.1f}x{jax_text} OpenCV")
 
 
 if __name__ == "__main__":

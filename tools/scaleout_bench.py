@@ -16,6 +16,11 @@ overhead per task (a no-op task's wall share, and ``(n wall - busy) / tasks`` of
 Each figure is the minimum of ``--repeat`` runs after a warm-up run; the load average of the
 machine is recorded beside it (``uptime``), since a shared machine's numbers are upper bounds.
 
+``--ceiling``: the same ``filter_store`` tasks (read the halo, run the chain, write the core) in
+``n`` plain processes of one core each, no scheduler: the slowdown of a task beside ``n - 1``
+others (``S`` of the hardware and the store's codec alone) and so the speedup this machine allows
+any scheduler, ``n / S``.
+
 ``--predicted-gpu N,...``: on a one-GPU machine, the host side of N GPU workers measured for real
 with each GPU section replaced by its measured GPU time (``time.sleep``, which releases the GIL):
 CPU decode, disk, scheduler and serialization are real, the devices are ideal. The per-frame GPU
@@ -25,6 +30,7 @@ memory; the real multi-GPU figure belongs to a multi-GPU machine.
 
     python tools/scaleout_bench.py --workers 1,2 --json scaleout.json --plot docs/img/scaleout.png
     python tools/scaleout_bench.py --predicted-gpu 2,4,8 --workers 1   # on the H100 machine
+    python tools/scaleout_bench.py --workloads image --ceiling
 """
 
 from __future__ import annotations
@@ -80,6 +86,61 @@ def write_image(folder: Path, side: int, chunk: int) -> str:
         for x in range(0, side, chunk):
             image[y:y + chunk, x:x + chunk] = np.roll(block, int(rng.integers(chunk)), axis=1)
     return str(path)
+
+
+def _tile_jobs(inputs: dict) -> list[tuple]:
+    """filter_store's tasks for the image workload, as filter_store makes them."""
+    import zarr
+
+    from portcv.distributed._ops import chain_halo, resolve_chain
+    from portcv.distributed._tiles import _tile_starts
+
+    stages = resolve_chain(inputs["chain"], {})
+    depth = chain_halo(stages)
+    src = zarr.open_array(inputs["image"], mode="r")
+    out = inputs["out"] + "-ceiling"
+    zarr.create_array(out, shape=src.shape, chunks=src.chunks, dtype="uint8", overwrite=True, fill_value=0)
+    height, width = src.shape
+    return [(inputs["image"], out, stages, False, False, depth, "numpy", (ys, xs))
+            for ys in _tile_starts(height, inputs["tile"], 2) for xs in _tile_starts(width, inputs["tile"], 2)]
+
+
+_BARRIER: Any = None  # set in each --ceiling process by _one_core
+
+
+def _one_core(barrier: Any) -> None:
+    os.environ["PORTCV_NUMPY_THREADS"] = "1"
+    global _BARRIER
+    _BARRIER = barrier
+
+
+def _run_share(jobs: list[tuple]) -> float:
+    """Seconds per task of ``jobs`` after one warm-up task, started with the other processes."""
+    from portcv.distributed._tiles import _store_tile
+
+    _store_tile(jobs[0])
+    _BARRIER.wait(timeout=120)  # every share on its own process, timed together
+    t0 = time.perf_counter()
+    for job in jobs:
+        _store_tile(job)
+    return (time.perf_counter() - t0) / len(jobs)
+
+
+def ceiling(inputs: dict, counts: list[int], repeat: int) -> dict[int, float]:
+    """Mean seconds per filter_store task with ``n`` plain processes sharing the tiles (best of ``repeat``)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs = _tile_jobs(inputs)
+    spawn = mp.get_context("spawn")
+    per_task = {}
+    for n in counts:
+        barrier = spawn.Barrier(n)
+        with ProcessPoolExecutor(n, mp_context=spawn, initializer=_one_core, initargs=(barrier,)) as pool:
+            runs = [statistics.mean(pool.map(_run_share, [jobs[i::n] for i in range(n)], timeout=600))
+                    for _ in range(repeat)]
+        per_task[n] = min(runs)
+    return per_task
 
 
 def busy_seconds(stream: list[dict]) -> tuple[float, int, float]:
@@ -182,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tile", type=int, default=2048, help="filter_store tile and chunk (default 2048)")
     p.add_argument("--repeat", type=int, default=3, help="runs per figure, the minimum is kept (default 3)")
     p.add_argument("--workloads", default="videos,image", help="videos, image or both (default both)")
+    p.add_argument("--ceiling", action="store_true", help="also time the image tasks in plain processes (no scheduler)")
     p.add_argument("--predicted-gpu", default=None, metavar="N,...", help="also emulate N GPU workers (default: no)")
     p.add_argument("--gpu-ms-per-frame", type=float, default=None, help="GPU ms per frame (default: measured with CuPy)")
     p.add_argument("--json", default=None, help="write the figures here (default: none)")
@@ -224,6 +286,14 @@ def main(argv: list[str] | None = None) -> int:
         report["figures"][workload] = {"in_process": serial, "workers": rows,
                                        "distribution_cost": serial / rows[workers[0]]["wall"]}
         _print(workload, serial, rows)
+    if args.ceiling and "image" in workloads:
+        per_task = ceiling(inputs, workers, args.repeat)
+        one = per_task[workers[0]]
+        report["figures"]["ceiling"] = {"seconds_per_task": per_task}
+        print("\nimage tasks in plain processes (no scheduler), one core each:")
+        for n, sec in per_task.items():
+            slow = sec / one
+            print(f"  {n} processes: {sec * 1e3:.0f} ms per task, S {slow:.2f}, ceiling {n / slow:.2f}x")
     if args.predicted_gpu:
         ms = args.gpu_ms_per_frame if args.gpu_ms_per_frame is not None else gpu_ms_per_frame(inputs["paths"])
         counts = [int(v) for v in args.predicted_gpu.split(",") if v]

@@ -117,3 +117,24 @@ def test_detector_in_small_row_bands_equals_the_portable_version(monkeypatch: py
                 for border in ("reflect101", "constant"):
                     _same_as_portable("edges_detect", img, blur_taps=blur, low_sq=400, high_sq=3600, alpha=alpha,
                                       variant=variant, border=border)
+
+
+@pytest.mark.parametrize("threads", ["2", "7"])
+def test_hysteresis_in_small_row_bands_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch,
+                                                                   threads: str) -> None:
+    """Canny's hysteresis labelled in bands of a few rows (components crossing every cut, joined
+    through the label pairs along it, diagonally too), over a batch, gives the portable edges."""
+    import portcv.edges._edges as edges
+
+    monkeypatch.setattr(edges, "HYSTERESIS_MIN_BAND_ROWS", 1)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", threads)
+    rng = np.random.default_rng(11)
+    for shape, density in (((23, 31), 0.5), ((3, 17, 9), 0.7), ((40, 5), 0.3), ((1, 1), 1.0)):
+        candidate = rng.random(shape) < density
+        state = np.where(candidate, np.where(rng.random(shape) < 0.03, 2, 1), 0).astype(np.uint8)
+        _same_as_portable("canny_hysteresis", state)
+    diagonal = np.zeros((6, 6), np.uint8)  # one component, a diagonal crossing every one-row cut
+    diagonal[np.arange(6), np.arange(6)] = 1
+    diagonal[5, 5] = 2
+    _same_as_portable("canny_hysteresis", diagonal)
+    _same_as_portable("canny_hysteresis", diagonal[:, ::-1].copy())

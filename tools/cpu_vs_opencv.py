@@ -71,6 +71,12 @@ def main() -> None:
 
     cv2.setNumThreads(args.threads)
     register(PortableNumpyBackend(), replace=True)
+    if args.jax:
+        import jax
+
+        if jax.default_backend() != "cpu":
+            raise SystemExit(f"--jax times JAX on the CPU; JAX's default backend is {jax.default_backend()} "
+                             "(run with JAX_PLATFORMS=cpu)")
     rgb = portcv.data.synthetic_rgb(1080, 1920)
     frames = {"rgb": rgb, "gray": cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)}
     table = ops(cv2)
@@ -101,7 +107,8 @@ def main() -> None:
         rows[op] = interleaved_ms(sides, rounds=args.rounds), same
     print(f"1920x1080, median of {args.rounds} interleaved rounds; cv2 {cv2.__version__} on {args.threads} threads\n")
     jax_head, jax_rule = (" jax ms | jax / cv2 |", "---:|---:|") if args.jax else ("", "")
-    print(f"| op | portable ms | numpy ms | cv2 ms | portable / cv2 | numpy / cv2 |{jax_head} same bits |")
+    same_head = "numpy = portable" + (" = jax" if args.jax else "")
+    print(f"| op | portable ms | numpy ms | cv2 ms | portable / cv2 | numpy / cv2 |{jax_head} {same_head} |")
     print(f"|---|---:|---:|---:|---:|---:|{jax_rule}---|")
     for op, (t, same) in rows.items():
         jax_cells = f" {t['jax']:.2f} | {t['jax'] / t['cv2']:.1f}x |" if args.jax else ""

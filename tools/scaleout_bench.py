@@ -93,16 +93,19 @@ def _tile_jobs(inputs: dict) -> list[tuple]:
     import zarr
 
     from portcv.distributed._ops import chain_halo, resolve_chain
-    from portcv.distributed._tiles import _tile_starts
+    from portcv.distributed._tiles import _aligned, _tile_starts
 
     stages = resolve_chain(inputs["chain"], {})
     depth = chain_halo(stages)
     src = zarr.open_array(inputs["image"], mode="r")
     out = inputs["out"] + "-ceiling"
     zarr.create_array(out, shape=src.shape, chunks=src.chunks, dtype="uint8", overwrite=True, fill_value=0)
-    height, width = src.shape
+    (height, width), (cy, cx) = src.shape, src.chunks
+    least_y, least_x = max(*depth[0], 2), max(*depth[1], 2)
+    ty = min(_aligned(inputs["tile"], cy, least_y), height)
+    tx = min(_aligned(inputs["tile"], cx, least_x), width)
     return [(inputs["image"], out, stages, False, False, depth, "numpy", (ys, xs))
-            for ys in _tile_starts(height, inputs["tile"], 2) for xs in _tile_starts(width, inputs["tile"], 2)]
+            for ys in _tile_starts(height, ty, least_y) for xs in _tile_starts(width, tx, least_x)]
 
 
 _BARRIER: Any = None  # set in each --ceiling process by _one_core
@@ -135,6 +138,8 @@ def ceiling(inputs: dict, counts: list[int], repeat: int) -> dict[int, float]:
     spawn = mp.get_context("spawn")
     per_task = {}
     for n in counts:
+        if n > len(jobs):
+            raise SystemExit(f"--ceiling: {n} processes but only {len(jobs)} tiles (use a smaller --tile)")
         barrier = spawn.Barrier(n)
         with ProcessPoolExecutor(n, mp_context=spawn, initializer=_one_core, initargs=(barrier,)) as pool:
             runs = [statistics.mean(pool.map(_run_share, [jobs[i::n] for i in range(n)], timeout=600))
@@ -287,9 +292,9 @@ def main(argv: list[str] | None = None) -> int:
                                        "distribution_cost": serial / rows[workers[0]]["wall"]}
         _print(workload, serial, rows)
     if args.ceiling and "image" in workloads:
-        per_task = ceiling(inputs, workers, args.repeat)
-        one = per_task[workers[0]]
-        report["figures"]["ceiling"] = {"seconds_per_task": per_task}
+        per_task = ceiling(inputs, sorted({1, *workers}), args.repeat)
+        one = per_task[1]
+        report["ceiling"] = {"seconds_per_task": per_task}
         print("\nimage tasks in plain processes (no scheduler), one core each:")
         for n, sec in per_task.items():
             slow = sec / one

@@ -229,7 +229,9 @@ __global__ void portcv_edges_magnitude(const short* __restrict__ gx, const short
 // component with parent[i] <= i; a root has parent[r] == r. Unions link the larger root under
 // the smaller one with atomicMin (Playne and Hawick's concurrent union-find), so parents only
 // decrease and every thread schedule ends in the same partition; the edges depend only on the
-// partition. Label reads go through plain (coherent) loads: other threads link roots meanwhile.
+// partition. Label reads are plain loads and may see a parent older than another thread's
+// link: that is still a pixel of the same component with a smaller index, so finds still end
+// at a root of it, and a failed atomicMin retries from the value it found.
 //   1. portcv_canny_cc_init:     parent[i] = i, strong_root[i] = 0 for each candidate.
 //   2. portcv_canny_cc_union:    each candidate joins its candidate W, NW, N, NE neighbours (at
 //                                most two of them: the rest are joined through those).
@@ -249,7 +251,7 @@ __device__ __forceinline__ int canny_cc_find(const int* parent, int i) {
 
 __global__ void portcv_canny_cc_init(const unsigned char* __restrict__ state, int* __restrict__ parent,
                                      unsigned char* __restrict__ strong_root, int n) {
-    // Only candidates: launches 2-4 never read another pixel's entries.
+    // Only candidates: launches 2-4 read the entries of candidates only.
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
         if (!state[i]) continue;
         parent[i] = i;

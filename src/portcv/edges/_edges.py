@@ -529,7 +529,9 @@ def hysteresis_kernel(xp: Any, state: Any) -> Any:
     ``edge <- candidate & dilate3x3(edge)`` from the strong pixels until nothing changes (the
     fixed point is unique: the union of the candidate components that hold a strong pixel). The
     loop's condition is read on the host every ``HYSTERESIS_STEPS`` steps, so this version runs
-    eagerly (NumPy); JAX overrides it with ``lax.while_loop`` and CuPy with a CUDA kernel.
+    eagerly. The overrides compute the components directly: SciPy's labelling (NumPy, and JAX on
+    the CPU through a host callback), a CUDA union-find (CuPy); JAX on a GPU runs the dilations
+    in ``lax.while_loop``.
     """
     weak = state != CANDIDATE_NONE
     edge = state == CANDIDATE_STRONG
@@ -608,6 +610,8 @@ def _hysteresis_numpy(state: Any) -> Any:
     # Which band holds which label number changes nothing: the components, so the edges, are
     # the same as one labelling of the frame.
     state = np.asarray(state)
+    if state.size == 0:
+        return np.zeros(state.shape, np.uint8)
     h, w = state.shape[-2], state.shape[-1]
     frames = state.reshape(-1, h, w)
     weak = frames != CANDIDATE_NONE
@@ -658,8 +662,10 @@ def _hysteresis_numpy(state: Any) -> Any:
     return out
 
 
-#: Most pixels per union-find launch: chunk-wide labels are int32.
-_CC_MAX_PIXELS = 2**31 - 1
+#: Most pixels per union-find launch: chunk-wide labels and the kernels' grid-stride loop
+#: indices are int32, and an index plus the largest stride (launch_1d's 65535 * 8 blocks of 256
+#: threads) must not pass 2**31 - 1.
+_CC_MAX_PIXELS = 2**31 - 1 - 65535 * 8 * 256
 
 
 @hysteresis_kernel.override("cupy")

@@ -93,19 +93,15 @@ def _tile_jobs(inputs: dict) -> list[tuple]:
     import zarr
 
     from portcv.distributed._ops import chain_halo, resolve_chain
-    from portcv.distributed._tiles import _aligned, _tile_starts
+    from portcv.distributed._tiles import store_tiles
 
     stages = resolve_chain(inputs["chain"], {})
     depth = chain_halo(stages)
     src = zarr.open_array(inputs["image"], mode="r")
     out = inputs["out"] + "-ceiling"
     zarr.create_array(out, shape=src.shape, chunks=src.chunks, dtype="uint8", overwrite=True, fill_value=0)
-    (height, width), (cy, cx) = src.shape, src.chunks
-    least_y, least_x = max(*depth[0], 2), max(*depth[1], 2)
-    ty = min(_aligned(inputs["tile"], cy, least_y), height)
-    tx = min(_aligned(inputs["tile"], cx, least_x), width)
-    return [(inputs["image"], out, stages, False, False, depth, "numpy", (ys, xs))
-            for ys in _tile_starts(height, ty, least_y) for xs in _tile_starts(width, tx, least_x)]
+    _, cores = store_tiles(src.shape, src.chunks, depth, inputs["tile"])
+    return [(inputs["image"], out, stages, False, False, depth, "numpy", core) for core in cores]
 
 
 _BARRIER: Any = None  # set in each --ceiling process by _one_core

@@ -372,6 +372,18 @@ def _tile_starts(n: int, tile: int, least: int) -> list[tuple[int, int]]:
     return bounds
 
 
+def store_tiles(shape: tuple, chunks: tuple, depth: Halo, tile: Any) -> tuple[tuple[int, int], list]:
+    """``filter_store``'s tile size (whole source chunks, at least the halo, at most the image)
+    and its tiles' cores ``((y0, y1), (x0, x1))``."""
+    height, width = shape[:2]
+    cy, cx = chunks[:2]
+    ty, tx = (tile, tile) if isinstance(tile, int) else (tile or (2048, 2048))
+    least_y, least_x = max(*depth[0], 2), max(*depth[1], 2)
+    ty, tx = min(_aligned(ty, cy, least_y), height), min(_aligned(tx, cx, least_x), width)
+    cores = [(ys, xs) for ys in _tile_starts(height, ty, least_y) for xs in _tile_starts(width, tx, least_x)]
+    return (ty, tx), cores
+
+
 def _store_tile(job: tuple) -> dict:
     """One ``filter_store`` task: read core + halo from the source, run the chain, write the core."""
     source, destination, stages, chan, out_chan, depth, backend, core = job
@@ -472,11 +484,7 @@ def filter_store(src: Any, dst: Any, op: Any, /, *, tile: Any = None, client: An
         raise ValueError(f"the chain ends with {stages[-1].name}, which returns {info['count']} arrays; "
                          "filter_store writes one (end the chain with an op returning one array)")
     height, width = source.shape[:2]
-    cy, cx = source.chunks[:2]
-    ty, tx = (tile, tile) if isinstance(tile, int) else (tile or (2048, 2048))
-    least_y, least_x = max(*depth[0], 2), max(*depth[1], 2)
-    ty, tx = _aligned(ty, cy, least_y), _aligned(tx, cx, least_x)
-    ty, tx = min(ty, height), min(tx, width)
+    (ty, tx), cores = store_tiles(source.shape, source.chunks, depth, tile)
     out_shape = (height, width) + ((info["channels"],) if info["chan"] else ())
     out_chunks = (ty, tx) + ((info["channels"],) if info["chan"] else ())
     if hasattr(dst, "shape"):
@@ -485,8 +493,7 @@ def filter_store(src: Any, dst: Any, op: Any, /, *, tile: Any = None, client: An
                                chunks=out_chunks, dtype=info["dtype"], overwrite=True, fill_value=0)
     src_ref = src if not hasattr(src, "__fspath__") else str(src)
     dst_ref = dst if not hasattr(dst, "__fspath__") else str(dst)
-    jobs = [(src_ref, dst_ref, stages, chan, info["chan"], depth, backend, (cy_, cx_))
-            for cy_ in _tile_starts(height, ty, least_y) for cx_ in _tile_starts(width, tx, least_x)]
+    jobs = [(src_ref, dst_ref, stages, chan, info["chan"], depth, backend, core) for core in cores]
     for _ in _run_jobs(_store_tile, jobs, _default_client(client), timeout, progress, "filter_store"):
         pass
     return zarr.open_array(target.store, mode="r")

@@ -601,7 +601,7 @@ def _hysteresis_numpy(state: Any) -> Any:
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from ..backends.numpy import host_threads, run_bands
+    from ..backends.numpy import host_threads, row_bands, run_bands
 
     # The fixed point is the union of the 8-connected candidate components that hold a strong
     # pixel. Each frame is cut into row bands labelled in parallel (SciPy's labelling releases
@@ -617,7 +617,7 @@ def _hysteresis_numpy(state: Any) -> Any:
     weak = frames != CANDIDATE_NONE
     labels = np.zeros(frames.shape, np.int32)
     rows = max(HYSTERESIS_MIN_BAND_ROWS, -(-h // host_threads()))
-    bands = [(p, r, min(h, r + rows)) for p in range(frames.shape[0]) for r in range(0, h, rows)]
+    bands = row_bands(h, w, planes=frames.shape[0], target=rows * w)
     counts = [0] * len(bands)
 
     def label(i: int) -> None:
@@ -647,13 +647,13 @@ def _hysteresis_numpy(state: Any) -> Any:
             both = (a > 0) & (b > 0)
             pairs_a.append(a[both])
             pairs_b.append(b[both])
-    if pairs_a and sum(len(a) for a in pairs_a):
-        a, b = np.concatenate(pairs_a), np.concatenate(pairs_b)
-        graph = coo_matrix((np.ones(len(a), np.int8), (a, b)), shape=(total + 1, total + 1))
-        _, component = connected_components(graph, directed=False)
+    a, b = (np.concatenate(pairs) if pairs else np.zeros(0, np.int32) for pairs in (pairs_a, pairs_b))
+    if a.size:
+        graph = coo_matrix((np.ones(a.size, np.int8), (a, b)), shape=(total + 1, total + 1))
+        n_components, component = connected_components(graph, directed=False)
     else:
-        component = np.arange(total + 1)
-    edge = np.zeros(int(component.max()) + 1, np.uint8)  # per component: 255 = an edge
+        n_components, component = total + 1, np.arange(total + 1)
+    edge = np.zeros(n_components, np.uint8)  # per component: 255 = an edge
     edge[component[labels[frames == CANDIDATE_STRONG]]] = 255
     # Only candidates (a few percent of a frame) can be edges: write those, not every pixel.
     where = np.flatnonzero(weak)

@@ -75,6 +75,46 @@ def test_same_bits_on_every_backend(backend, hs, data):
             assert_same_bits(e, a)
 
 
+@given(data=st.data())
+def test_counts_above_max_count_give_the_portable_bits_on_every_backend(backend, data):
+    """Outside the definition (counts above max_count, where the portable int32 terms wrap)
+    every backend still returns the portable version's bits (the CUDA kernel repeats its int32
+    steps there)."""
+    dtype = data.draw(st.sampled_from(["uint8", "uint16", "int32"]))
+    high = {"uint8": 256, "uint16": 65536, "int32": 2**20}[dtype]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    m, n = data.draw(st.integers(1, 9)), data.draw(st.integers(1, 20))
+    regions, bins = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 40))
+    Q = rng.integers(0, high, (m, regions, bins)).astype(dtype)
+    G = rng.integers(0, high, (n, regions, bins)).astype(dtype)
+    G[:, :, ::3] = rng.integers(0, 4, G[:, :, ::3].shape)  # some in-range pairs beside the large ones
+    w = rng.integers(0, 256, regions)
+    max_count = data.draw(st.sampled_from([3, 255, 1000]))
+    expected = on_backend("numpy", recognize.chi_square, Q, G, weights=w, max_count=max_count)
+    actual = on_backend(backend, recognize.chi_square, Q, G, weights=w, max_count=max_count)
+    assert expected[1] == actual[1]
+    assert_same_bits(expected[0], actual[0])
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_same_bits_on_every_backend_for_a_gallery_of_face_sized_histograms(backend, k):
+    """Many gallery rows (several CUDA blocks), 9 queries (a full group of 8 and one more),
+    59-bin regions (rows that do not split into whole warps), repeated rows (ties)."""
+    rng = np.random.default_rng(22)
+    G = rng.integers(0, 379, (300, 7, 59)).astype(np.uint16)
+    G[150:160] = G[20]
+    Q = np.concatenate([G[[20, 3]], rng.integers(0, 379, (7, 7, 59)).astype(np.uint16)])
+    w = recognize.AHONEN_WEIGHTS_7X7[1]  # one row of Ahonen's weights: 0 to 4
+    for fn, kwargs in ((recognize.chi_square, {}), (recognize.nearest, {"k": k})):
+        expected = on_backend("numpy", fn, Q, G, weights=w, max_count=378, **kwargs)
+        actual = on_backend(backend, fn, Q, G, weights=w, max_count=378, **kwargs)
+        if fn is recognize.chi_square:
+            assert expected[1] == actual[1]
+            expected, actual = expected[:1], actual[:1]
+        for e, a in zip(expected, actual, strict=True):
+            assert_same_bits(e, a)
+
+
 @given(hs=histogram_sets(max_rows=5, max_regions=9), parts=st.integers(1, 9))
 def test_any_split_into_parts_gives_the_same_distance(hs, parts):
     """The thesis's p-way split: integer partial sums, so D does not depend on p."""

@@ -33,6 +33,19 @@ def test_same_bits_on_every_backend(backend, img, P, R, method, border):
     assert int(out.max()) < bin_count(P, method)
 
 
+@pytest.mark.parametrize("P, R", [(8, 1.0), (8, 2.0), (16, 2.0), (12, 2.7)])
+@pytest.mark.parametrize("border", ["constant", "valid"])
+def test_same_bits_on_every_backend_for_a_batch_of_photo_crops(backend, P, R, border):
+    """Larger than the hypothesis images: frames that cross many 32 x 8 CUDA blocks, uneven
+    edges, a batch, every method (the label tables of 2**16 entries included)."""
+    from skimage import data
+
+    photo = data.camera()
+    batch = np.stack([photo[100:173, 200:301], photo[300:373, 17:118], photo[-73:, -101:]])
+    for method in recognize.METHODS:
+        matches_numpy(backend, recognize.local_binary_pattern, batch, P, R, method=method, border=border)
+
+
 @given(img=images(channels=(None,), max_h=9, max_w=9, batch=False), P=st.sampled_from([1, 3, 4, 6, 8, 12]),
        R=radii, method=st.sampled_from(recognize.METHODS))
 def test_equals_the_naive_transcription(img, P, R, method):

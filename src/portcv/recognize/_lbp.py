@@ -49,8 +49,9 @@ def check_pr(P: Any, R: Any) -> tuple[int, float]:
 
 
 @functools.lru_cache(maxsize=64)
-def sample_terms(P: int, R: float) -> tuple[tuple[tuple[int, int, int], ...], ...]:
-    """Per point, its ``(dy, dx, weight)`` terms with non-zero integer weight (sum ``SCALE**2``).
+def sample_offsets(P: int, R: float) -> tuple[tuple[int, int, int, int], ...]:
+    """Per point, ``(r0, c0, wr, wc)``: the integer offsets of its top-left pixel and its
+    5-decimal fractions (integers in ``[0, SCALE)``) below and to the right of it.
 
     The offsets are scikit-image's (``np.round(., 5)`` of float64 sines and cosines), read as the
     decimals they print as (``rint(offset * 10**5)``): exact integers from here on.
@@ -62,6 +63,15 @@ def sample_terms(P: int, R: float) -> tuple[tuple[tuple[int, int, int], ...], ..
     for kr, kc in zip(np.rint(rp * SCALE).astype(np.int64), np.rint(cp * SCALE).astype(np.int64)):
         r0, wr = divmod(int(kr), SCALE)  # floor division: wr in [0, SCALE)
         c0, wc = divmod(int(kc), SCALE)
+        points.append((r0, c0, wr, wc))
+    return tuple(points)
+
+
+@functools.lru_cache(maxsize=64)
+def sample_terms(P: int, R: float) -> tuple[tuple[tuple[int, int, int], ...], ...]:
+    """Per point, its ``(dy, dx, weight)`` terms with non-zero integer weight (sum ``SCALE**2``)."""
+    points = []
+    for r0, c0, wr, wc in sample_offsets(P, R):
         terms = []
         for dy, fy in ((r0, SCALE - wr), (r0 + 1, wr)):
             for dx, fx in ((c0, SCALE - wc), (c0 + 1, wc)):

@@ -1,0 +1,256 @@
+// The LBP recognizer on CUDA: labels, regional histograms and the exact weighted chi-square.
+// Each kernel computes the same integers as its portable version in portcv/recognize (the
+// module docstrings there carry the definitions and bounds); nothing here rounds a float that
+// reaches a result. Compiled by portcv.backends.cupy with --fmad=false.
+
+#include "common.cuh"
+
+// ------------------------------------------------------------------------------------------
+// LBP labels: one thread per output pixel. Sample point i reads the 2 x 2 pixels at
+// (cy + r0, cx + c0) .. (cy + r0 + 1, cx + c0 + 1) with the 5-decimal fractions wr, wc (integers
+// in [0, S), S = 10^5), and bit i is set when
+//   (S - wr) ((S - wc) TL + wc TR) + wr ((S - wc) BL + wc BR)  >=  centre * S^2.
+// The inner sums are below 255 * S < 2^25 (int32); times S - wr or wr (< 2^17) below 2^42, so
+// the 64-bit products and their sum are exact: the same integer comparison as the portable
+// float64 sum of four products (exact there because every partial sum is an integer < 2^53).
+// A pixel outside the image reads 0 (border "constant"); with border "valid" no sample of an
+// output pixel lies outside.
+// ------------------------------------------------------------------------------------------
+constexpr int LBP_SCALE = 100000;
+constexpr int LBP_MAX_POINTS = 16;
+
+// The four pixels around a sample, read through `at(dy, dx)`, compared with the centre. Pixels
+// of weight 0 are not read (wr = 0: no bottom row; wc = 0: no right column).
+template <typename At>
+__device__ __forceinline__ bool lbp_bit(At at, int r0, int c0, int wr, int wc, int centre, long long threshold) {
+    if (wr == 0 && wc == 0) return at(r0, c0) >= centre;  // a grid point: the pixel itself
+    int top = (LBP_SCALE - wc) * at(r0, c0);
+    if (wc) top += wc * at(r0, c0 + 1);
+    long long value = (long long)(LBP_SCALE - wr) * top;
+    if (wr) {
+        int bottom = (LBP_SCALE - wc) * at(r0 + 1, c0);
+        if (wc) bottom += wc * at(r0 + 1, c0 + 1);
+        value += (long long)wr * bottom;
+    }
+    return value >= threshold;
+}
+
+// points: P rows of (r0, c0, wr, wc). lut: 2^P labels, or nullptr for the code itself.
+// origin: the centre of output (0, 0) in the image (0 for "constant", ceil(R) for "valid");
+// reach: the farthest row/column offset a sample of weight > 0 reads (<= ceil(R)).
+// Grid: (columns / 32, rows / 8, frames), blocks of 32 x 8: a warp reads 32 adjacent pixels.
+// A block whose samples all lie inside the image reads without bounds checks. P is a template
+// parameter so that the loop over the points unrolls and their loads overlap.
+template <int P>
+__global__ void portcv_lbp_labels(const unsigned char* __restrict__ src, int H, int W, int Ho, int Wo, int origin,
+                                  int reach, int checked, const int* __restrict__ points,
+                                  const unsigned short* __restrict__ lut,
+                                  unsigned short* __restrict__ out) {
+    static_assert(P >= 1 && P <= LBP_MAX_POINTS, "P in [1, 16]");
+    __shared__ int pts[4 * P];
+    const int t = threadIdx.y * blockDim.x + threadIdx.x;
+    if (t < 4 * P) pts[t] = points[t];
+    __syncthreads();
+    const int bx = blockIdx.x * blockDim.x + origin, by = blockIdx.y * blockDim.y + origin;  // first centre
+    // With border "valid" (checked = 0) every sample of weight > 0 lies inside the image.
+    const bool inside = !checked || (bx - reach >= 0 && by - reach >= 0 && bx + (int)blockDim.x - 1 + reach < W &&
+                                     by + (int)blockDim.y - 1 + reach < H);
+    const int ox = blockIdx.x * blockDim.x + threadIdx.x, oy = blockIdx.y * blockDim.y + threadIdx.y;
+    if (ox >= Wo || oy >= Ho) return;
+    const unsigned char* frame = src + (size_t)blockIdx.z * H * W;
+    const int cy = oy + origin, cx = ox + origin;
+    const unsigned char* centre_px = frame + (size_t)cy * W + cx;
+    const int centre = *centre_px;
+    const long long threshold = centre * ((long long)LBP_SCALE * LBP_SCALE);
+    unsigned code = 0;
+    if (inside) {
+        auto at = [&](int dy, int dx) { return (int)__ldg(centre_px + dy * W + dx); };
+#pragma unroll
+        for (int i = 0; i < P; ++i)
+            code |= (unsigned)lbp_bit(at, pts[4 * i], pts[4 * i + 1], pts[4 * i + 2], pts[4 * i + 3], centre, threshold) << i;
+    } else {  // near the image's edge: pixels outside read 0 (border "constant")
+        auto at = [&](int dy, int dx) {
+            const int y = cy + dy, x = cx + dx;
+            return (y >= 0 && y < H && x >= 0 && x < W) ? (int)__ldg(frame + y * W + x) : 0;
+        };
+#pragma unroll
+        for (int i = 0; i < P; ++i)
+            code |= (unsigned)lbp_bit(at, pts[4 * i], pts[4 * i + 1], pts[4 * i + 2], pts[4 * i + 3], centre, threshold) << i;
+    }
+    out[((size_t)blockIdx.z * Ho + oy) * Wo + ox] = lut ? __ldg(lut + code) : (unsigned short)code;
+}
+
+// ------------------------------------------------------------------------------------------
+// Regional histograms: one block per (frame, region); its warps count into COPIES shared
+// histograms (warp w into copy w % COPIES, so fewer lanes collide on one address), which are
+// then added bin by bin. Integer additions in any order: the counts are exact.
+// ------------------------------------------------------------------------------------------
+template <typename OutT>
+__global__ void portcv_region_histograms(const unsigned short* __restrict__ labels, int Hl, int Wl, int ny, int nx,
+                                         int h, int w, int bins, int copies, OutT* __restrict__ out) {
+    extern __shared__ int hist[];  // copies x bins
+    const long long block = blockIdx.x;  // frame * (ny * nx) + region
+    const int regions = ny * nx;
+    const long long f = block / regions;
+    const int region = (int)(block - f * regions);
+    const int ry = region / nx, rx = region - ry * nx;
+    for (int i = threadIdx.x; i < copies * bins; i += blockDim.x) hist[i] = 0;
+    __syncthreads();
+    const int y0 = ry * h, x0 = rx * w;
+    const int rh = max(0, min(h, Hl - y0)), rw = max(0, min(w, Wl - x0));  // the last row/column of regions may be partial
+    const unsigned short* frame = labels + f * Hl * Wl;
+    int* mine = hist + ((threadIdx.x >> 5) % copies) * bins;
+    for (int i = threadIdx.x; i < rh * rw; i += blockDim.x) {
+        const int y = i / rw, x = i - y * rw;
+        atomicAdd(mine + __ldg(frame + (size_t)(y0 + y) * Wl + x0 + x), 1);
+    }
+    __syncthreads();
+    OutT* dst = out + block * bins;
+    for (int b = threadIdx.x; b < bins; b += blockDim.x) {
+        int sum = 0;
+        for (int c = 0; c < copies; ++c) sum += hist[c * bins + b];
+        dst[b] = (OutT)sum;  // at most h * w < 2^15 pixels: fits the dtype the host chose
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Weighted chi-square: D[q][c] = sum_j W[j] sum_i T(Q[q][j][i], G[c][j][i]) over regions j and
+// bins i, with T(S, M) = floor((S - M)^2 2^F / (S + M)) (0 when S + M = 0), summed in int64
+// (integer sums: any order, the same D; weights are in [0, 255], checked by the host).
+//
+// In the domain (0 <= S, M <= n, F = min(20, 30 - bitlen(n))) T = q 2^F + floor(r 2^F / b) with
+// a = (S - M)^2 < 2^30, b = S + M < 2^16, q = floor(a / b) <= max(S, M) <= n, r = a - q b < b,
+// r 2^F < 2^31 (see _chi_square.py). Each quotient is estimated from a float reciprocal of b
+// and corrected by its remainder; no float ever reaches D.
+//
+// SMALL (n <= 1023, SMALL_COUNT in _cuda.py, so F = 20, a < 2^20, b < 2^11): b, a and r (< 2^23) become floats
+// exactly by the 2^23 bit trick; rcp = rcp.approx.f32(b) (at most 1 ulp off by the PTX ISA:
+// relative error <= 2^-23) and rcpF = rcp 2^20 (exact); one fma(x, y, 2^23) rounds the exact
+// product x y to the nearest integer. So a rcp is within n 2^-23 < 2^-13 of a/b and r rcpF within
+// 2^20 2^-23 = 1/8 of r 2^F / b: both round to the floor or the floor + 1 (never below the floor,
+// the error being below 1/2), and one step down where the remainder is negative makes them
+// exact. b = 0 uses rcp(1): a = r = 0 give T = 0.
+//
+// Otherwise (n <= 32767): float(b) is exact, rcp = 1/b correctly rounded; float(a) (relative
+// error <= 2^-24) times rcp truncated (< 2^-23) is within (a/b) 2^-21 < 2^-6 of a/b; r 2^F has
+// at most 16 significant bits (exact as a float) and its product within 2^F 2^-22 <= 1/4 of
+// r 2^F / b: each truncation within 1 of the floor, corrected by the remainder on either side.
+// Unsigned products q b <= a + b and q2 b <= r 2^F + b stay below 2^32.
+//
+// Outside the domain (a count above n, or a negative int32 count) the portable version's int32
+// arithmetic wraps; chi_exact_wrapping repeats it step by step (two's complement products and
+// sums, floor division), so the bits still equal NumPy's. The one case it cannot reproduce is
+// b = -1 after wrapping (a floor division of INT_MIN by -1), which needs negative counts.
+// ------------------------------------------------------------------------------------------
+constexpr int CHI_MAGIC_BITS = 0x4B000000;  // the float 2^23
+constexpr float CHI_MAGIC = 8388608.0f;
+
+__device__ __forceinline__ int floor_div_i32(int a, int b) {
+    if (b == -1) return (int)(0u - (unsigned)a);
+    int q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+    return q;
+}
+
+__device__ __noinline__ int chi_exact_wrapping(int S, int M, int F) {
+    const int b = (int)((unsigned)S + (unsigned)M);
+    const unsigned diff = (unsigned)S - (unsigned)M;
+    const int a = (int)(diff * diff);
+    const int safe = b == 0 ? 1 : b;
+    const int q = floor_div_i32(a, safe);
+    const int r = (int)((unsigned)a - (unsigned)q * (unsigned)safe);
+    const int q2 = floor_div_i32((int)((unsigned)r << F), safe);
+    return (int)(((unsigned)q << F) + (unsigned)q2);
+}
+
+// The float of an integer 0 <= v < 2^23, exactly, without a conversion instruction.
+__device__ __forceinline__ float chi_small_float(unsigned v) {
+    return __fsub_rn(__uint_as_float(CHI_MAGIC_BITS | v), CHI_MAGIC);
+}
+
+// The nearest integer to x y (0 <= x y < 2^22): one rounding of the exact product.
+__device__ __forceinline__ unsigned chi_round_product(float x, float y) {
+    return __float_as_uint(__fmaf_rn(x, y, CHI_MAGIC)) - CHI_MAGIC_BITS;
+}
+
+__device__ __forceinline__ float chi_rcp_approx(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// T for 0 <= S, M <= n <= 1023 (F = 20).
+__device__ __forceinline__ unsigned chi_term_small(int S, int M) {
+    const unsigned b = (unsigned)(S + M);
+    const unsigned d = (unsigned)abs(S - M);
+    const unsigned a = d * d;
+    const float rcp = chi_rcp_approx(chi_small_float(max(b, 1u)));
+    unsigned q = chi_round_product(chi_small_float(a), rcp);
+    if (q * b > a) --q;
+    const unsigned r = a - q * b;
+    unsigned q2 = chi_round_product(chi_small_float(r), rcp * 1048576.0f);
+    if (q2 * b > (r << 20)) --q2;
+    return (q << 20) + q2;
+}
+
+// T for 0 <= S, M <= n <= 32767.
+__device__ __forceinline__ unsigned chi_term_float(int S, int M, int F) {
+    const unsigned b = (unsigned)(S + M);
+    if (b == 0) return 0u;
+    const unsigned d = (unsigned)abs(S - M);
+    const unsigned a = d * d;
+    const float rcp = __frcp_rn((float)b);
+    unsigned q = (unsigned)__fmul_rz((float)a, rcp);
+    if (q * b > a) --q;
+    else if (a - q * b >= b) ++q;
+    const unsigned x = (a - q * b) << F;
+    unsigned q2 = (unsigned)__fmul_rz((float)x, rcp);
+    if (q2 * b > x) --q2;
+    else if (x - q2 * b >= b) ++q2;
+    return (q << F) + q2;
+}
+
+// Warps stride over the gallery rows (one row at a time, QB queries each; grid.y: query
+// groups). A warp walks a row region by region (the weight is the same for all its lanes,
+// regions of weight 0 are skipped), the lanes 32 bins apart.
+template <typename TQ, typename TG, int QB, bool SMALL>
+__global__ void __launch_bounds__(256) portcv_chi_square(const TQ* __restrict__ Q, const TG* __restrict__ G,
+                                                         const long long* __restrict__ W, int m, int n_rows,
+                                                         int regions, int bins, int n, int F,
+                                                         long long* __restrict__ D) {
+    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    const int q0 = blockIdx.y * QB;
+    const size_t d = (size_t)regions * bins;
+    for (int c = blockIdx.x * warps + (threadIdx.x >> 5); c < n_rows; c += gridDim.x * warps) {
+        const TG* g = G + c * d;
+        unsigned long long acc[QB];
+#pragma unroll
+        for (int k = 0; k < QB; ++k) acc[k] = 0;
+        for (int j = 0; j < regions; ++j) {
+            const unsigned w = (unsigned)__ldg(W + j);
+            if (w == 0) continue;
+#pragma unroll 4
+            for (int i = lane; i < bins; i += 32) {
+                const size_t e = (size_t)j * bins + i;
+                const int M = (int)__ldcs(g + e);
+#pragma unroll
+                for (int k = 0; k < QB; ++k) {
+                    if (q0 + k < m) {
+                        const int S = (int)__ldg(Q + (q0 + k) * d + e);
+                        if ((unsigned)S <= (unsigned)n && (unsigned)M <= (unsigned)n) {
+                            acc[k] += (unsigned long long)w * (SMALL ? chi_term_small(S, M) : chi_term_float(S, M, F));
+                        } else {
+                            acc[k] += (unsigned long long)((long long)w * (long long)chi_exact_wrapping(S, M, F));
+                        }
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < QB; ++k) {
+            unsigned long long v = acc[k];
+            for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+            if (lane == 0 && q0 + k < m) D[(size_t)(q0 + k) * n_rows + c] = (long long)v;
+        }
+    }
+}

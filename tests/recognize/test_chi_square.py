@@ -89,7 +89,7 @@ def test_counts_above_max_count_give_the_portable_bits_on_every_backend(backend,
     G = rng.integers(0, high, (n, regions, bins)).astype(dtype)
     G[:, :, ::3] = rng.integers(0, 4, G[:, :, ::3].shape)  # some in-range pairs beside the large ones
     w = rng.integers(0, 256, regions)
-    max_count = data.draw(st.sampled_from([3, 255, 1000]))
+    max_count = data.draw(st.sampled_from([3, 255, 1000, 4095]))  # CUDA: the small-count path and the other
     expected = on_backend("numpy", recognize.chi_square, Q, G, weights=w, max_count=max_count)
     actual = on_backend(backend, recognize.chi_square, Q, G, weights=w, max_count=max_count)
     assert expected[1] == actual[1]

@@ -46,6 +46,12 @@ def test_same_bits_on_every_backend_for_a_batch_of_photo_crops(backend, P, R, bo
         matches_numpy(backend, recognize.local_binary_pattern, batch, P, R, method=method, border=border)
 
 
+def test_an_image_taller_than_one_cuda_launch(backend):
+    """More than 65535 x 8 output rows: the CUDA launcher splits the rows over launches."""
+    image = np.random.default_rng(5).integers(0, 256, (8 * 65535 + 21, 5), dtype=np.uint8)
+    matches_numpy(backend, recognize.local_binary_pattern, image, 4, 1.0, method="uniform")
+
+
 @given(img=images(channels=(None,), max_h=9, max_w=9, batch=False), P=st.sampled_from([1, 3, 4, 6, 8, 12]),
        R=radii, method=st.sampled_from(recognize.METHODS))
 def test_equals_the_naive_transcription(img, P, R, method):

@@ -38,12 +38,13 @@ __device__ __forceinline__ bool lbp_bit(At at, int r0, int c0, int wr, int wc, i
 // points: P rows of (r0, c0, wr, wc). lut: 2^P labels, or nullptr for the code itself.
 // origin: the centre of output (0, 0) in the image (0 for "constant", ceil(R) for "valid");
 // reach: the farthest row/column offset a sample of weight > 0 reads (<= ceil(R)).
-// Grid: (columns / 32, rows / 8, frames), blocks of 32 x 8: a warp reads 32 adjacent pixels.
+// Grid: (columns / 32, rows / 8, frames), blocks of 32 x 8: a warp reads 32 adjacent pixels;
+// row0: the first output row of this launch (the host splits images of more than 65535 x 8 rows).
 // A block whose samples all lie inside the image reads without bounds checks. P is a template
 // parameter so that the loop over the points unrolls and their loads overlap.
 template <int P>
 __global__ void portcv_lbp_labels(const unsigned char* __restrict__ src, int H, int W, int Ho, int Wo, int origin,
-                                  int reach, int checked, const int* __restrict__ points,
+                                  int row0, int reach, int checked, const int* __restrict__ points,
                                   const unsigned short* __restrict__ lut,
                                   unsigned short* __restrict__ out) {
     static_assert(P >= 1 && P <= LBP_MAX_POINTS, "P in [1, 16]");
@@ -51,11 +52,11 @@ __global__ void portcv_lbp_labels(const unsigned char* __restrict__ src, int H, 
     const int t = threadIdx.y * blockDim.x + threadIdx.x;
     if (t < 4 * P) pts[t] = points[t];
     __syncthreads();
-    const int bx = blockIdx.x * blockDim.x + origin, by = blockIdx.y * blockDim.y + origin;  // first centre
+    const int bx = blockIdx.x * blockDim.x + origin, by = row0 + blockIdx.y * blockDim.y + origin;  // first centre
     // With border "valid" (checked = 0) every sample of weight > 0 lies inside the image.
     const bool inside = !checked || (bx - reach >= 0 && by - reach >= 0 && bx + (int)blockDim.x - 1 + reach < W &&
                                      by + (int)blockDim.y - 1 + reach < H);
-    const int ox = blockIdx.x * blockDim.x + threadIdx.x, oy = blockIdx.y * blockDim.y + threadIdx.y;
+    const int ox = blockIdx.x * blockDim.x + threadIdx.x, oy = row0 + blockIdx.y * blockDim.y + threadIdx.y;
     if (ox >= Wo || oy >= Ho) return;
     const unsigned char* frame = src + (size_t)blockIdx.z * H * W;
     const int cy = oy + origin, cx = ox + origin;
@@ -71,7 +72,7 @@ __global__ void portcv_lbp_labels(const unsigned char* __restrict__ src, int H, 
     } else {  // near the image's edge: pixels outside read 0 (border "constant")
         auto at = [&](int dy, int dx) {
             const int y = cy + dy, x = cx + dx;
-            return (y >= 0 && y < H && x >= 0 && x < W) ? (int)__ldg(frame + y * W + x) : 0;
+            return (y >= 0 && y < H && x >= 0 && x < W) ? (int)__ldg(frame + (size_t)y * W + x) : 0;
         };
 #pragma unroll
         for (int i = 0; i < P; ++i)
@@ -139,8 +140,8 @@ __global__ void portcv_region_histograms(const unsigned short* __restrict__ labe
 //
 // Outside the domain (a count above n, or a negative int32 count) the portable version's int32
 // arithmetic wraps; chi_exact_wrapping repeats it step by step (two's complement products and
-// sums, floor division), so the bits still equal NumPy's. The one case it cannot reproduce is
-// b = -1 after wrapping (a floor division of INT_MIN by -1), which needs negative counts.
+// sums, floor division), so the bits still equal NumPy's; a division by -1 (b = -1 after
+// wrapping, from negative counts) is a wrapping negation, INT_MIN / -1 = INT_MIN as in NumPy.
 // ------------------------------------------------------------------------------------------
 constexpr int CHI_MAGIC_BITS = 0x4B000000;  // the float 2^23
 constexpr float CHI_MAGIC = 8388608.0f;

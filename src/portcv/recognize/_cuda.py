@@ -63,11 +63,13 @@ def _lbp_cupy(image: Any, *, P: int, R: float, method: str, border: str) -> Any:
     src = image.reshape(frames, H, W)
     dst = out.reshape(frames, Ho, Wo)
     fn = cuda_function(__name__, f"portcv_lbp_labels<{P}>")
+    rows_per_launch = 8 * _GRID_YZ
     for f0 in range(0, frames, _GRID_YZ):
         n = min(_GRID_YZ, frames - f0)
-        fn((-(-Wo // 32), -(-Ho // 8), n), (32, 8),
-           (src[f0:f0 + n], np.int32(H), np.int32(W), np.int32(Ho), np.int32(Wo), np.int32(origin),
-            np.int32(reach(P, R)), np.int32(border == "constant"), _points(P, R, device), lut, dst[f0:f0 + n]))
+        for row0 in range(0, Ho, rows_per_launch):
+            fn((-(-Wo // 32), -(-min(rows_per_launch, Ho - row0) // 8), n), (32, 8),
+               (src[f0:f0 + n], np.int32(H), np.int32(W), np.int32(Ho), np.int32(Wo), np.int32(origin), np.int32(row0),
+                np.int32(reach(P, R)), np.int32(border == "constant"), _points(P, R, device), lut, dst[f0:f0 + n]))
     return out
 
 

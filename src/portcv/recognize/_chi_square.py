@@ -43,10 +43,6 @@ MAX_COUNT = 2**15 - 1
 PARTS = 8
 #: Elements of the (queries, gallery, bins) temporaries per tile.
 TILE_ELEMENTS = 1 << 22
-#: Backend families whose chi-square kernel keeps no per-bin temporaries on an accelerator (the
-#: CUDA kernel; XLA on a GPU fuses the terms into their sums): there a tile holds up to
-#: TILE_ELEMENTS distances, whatever the histogram length.
-STREAMING_FAMILIES: set[str] = {"jax"}
 
 #: Ahonen, Hadid & Pietikäinen's weights of the 7 x 7 regions of a 130 x 150 face (ECCV 2004,
 #: Fig. 5: black 0, dark 1, light 2, white 4; the sum is 56): eyes 4, mouth corners and
@@ -254,10 +250,10 @@ def chi_square(query: Any, gallery: Any, *, weights: Any = None, max_count: int 
 
 def _tile(n: int, d: int, k: int = 1) -> tuple[int, int]:
     """(query rows, gallery columns) per call of the chi-square kernel: its per-bin terms
-    (rows x cols x d) stay within ``TILE_ELEMENTS``, or its distances where the kernel keeps no
-    per-bin terms (:data:`STREAMING_FAMILIES`); at least ``k`` columns."""
-    b = backend()
-    if b.family in STREAMING_FAMILIES and not b.runs_on_host:
+    (rows x cols x d) stay within ``TILE_ELEMENTS``, or its distances on an accelerator, where
+    the kernel keeps no per-bin terms (CuPy's CUDA kernel; XLA on a GPU fuses the terms into
+    their sums); at least ``k`` columns."""
+    if not backend().runs_on_host:
         d = 1
     cols = max(k, min(n, max(1, TILE_ELEMENTS // d)))
     return max(1, TILE_ELEMENTS // (cols * d)), cols

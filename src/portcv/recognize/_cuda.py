@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._chi_square import STREAMING_FAMILIES, chi_square_kernel
+from ._chi_square import chi_square_kernel
 from ._histograms import region_histograms_kernel
 from ._lbp import lbp_kernel, mapping_table, reach, sample_offsets
 
@@ -26,15 +26,10 @@ _COPIES = 8
 _CTYPES = {"uint8": "unsigned char", "uint16": "unsigned short", "int32": "int"}
 
 
-@functools.lru_cache(maxsize=64)
-def _points(P: int, R: float, device_id: int) -> Any:
-    import cupy
-
-    return cupy.asarray(np.asarray(sample_offsets(P, R), np.int32).reshape(-1))
-
-
 @functools.lru_cache(maxsize=32)
 def _label_table(P: int, method: str, device_id: int) -> Any:
+    # Cached by (P, method), not through device_constant: hashing its 2**P values on every call
+    # would cost more than the kernel.
     import cupy
 
     return cupy.asarray(mapping_table(P, method))
@@ -44,7 +39,7 @@ def _label_table(P: int, method: str, device_id: int) -> Any:
 def _lbp_cupy(image: Any, *, P: int, R: float, method: str, border: str) -> Any:
     import cupy
 
-    from ..backends.cupy import cuda_function, current_device_id
+    from ..backends.cupy import cuda_function, current_device_id, device_constant
 
     image = cupy.ascontiguousarray(image)
     H, W = image.shape[-2], image.shape[-1]
@@ -58,8 +53,8 @@ def _lbp_cupy(image: Any, *, P: int, R: float, method: str, border: str) -> Any:
     frames = math.prod(lead)
     if out.size == 0:
         return out
-    device = current_device_id()
-    lut = np.uint64(0) if method == "default" else _label_table(P, method, device)
+    lut = np.uint64(0) if method == "default" else _label_table(P, method, current_device_id())
+    points = device_constant(sum(sample_offsets(P, R), ()))  # P rows of (r0, c0, wr, wc)
     src = image.reshape(frames, H, W)
     dst = out.reshape(frames, Ho, Wo)
     fn = cuda_function(__name__, f"portcv_lbp_labels<{P}>")
@@ -69,7 +64,7 @@ def _lbp_cupy(image: Any, *, P: int, R: float, method: str, border: str) -> Any:
         for row0 in range(0, Ho, rows_per_launch):
             fn((-(-Wo // 32), -(-min(rows_per_launch, Ho - row0) // 8), n), (32, 8),
                (src[f0:f0 + n], np.int32(H), np.int32(W), np.int32(Ho), np.int32(Wo), np.int32(origin), np.int32(row0),
-                np.int32(reach(P, R)), np.int32(border == "constant"), _points(P, R, device), lut, dst[f0:f0 + n]))
+                np.int32(reach(P, R)), np.int32(border == "constant"), points, lut, dst[f0:f0 + n]))
     return out
 
 
@@ -136,5 +131,3 @@ def _chi_square_cupy(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_
             np.int32(frac_bits), D[r0:r0 + n]))
     return D
 
-
-STREAMING_FAMILIES.add("cupy")

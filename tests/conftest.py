@@ -47,6 +47,16 @@ class ReadonlyNumpyBackend(NumpyBackend):
 
 register(ReadonlyNumpyBackend(), replace=True)
 
+try:
+    import cv2
+except ImportError:  # the peer tests skip themselves
+    pass
+else:
+    # The tests compare with OpenCV's sequential results. OpenCV 4.13's 8-bit 5 x 5 Gaussian (the
+    # 1-4-6-4-1 row pass) races between its threads on small images (opencv/opencv#28370): on
+    # the 16- and 32-core GPU hosts its border rows changed from call to call, IPP on or off.
+    cv2.setNumThreads(1)
+
 DEFAULT_BACKENDS = ["numpy", "numpy:readonly", "jax", "cupy"]
 
 

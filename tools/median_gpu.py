@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 import portcv
-from timing import gpu_time_ms, jax_queue_ms, synced_ms
+from timing import queued_ms, synced_ms
 
 
 def main() -> None:
@@ -32,10 +32,7 @@ def main() -> None:
                 t0 = time.perf_counter()
                 b.block(fn())
                 first = time.perf_counter() - t0
-                if name == "cupy":
-                    per_call, _ = gpu_time_ms(fn, repeat=10, rounds=3, warmup=2)
-                else:
-                    per_call = jax_queue_ms(fn, repeat=10, rounds=3, warmup=2)
+                per_call = queued_ms(name, fn, repeat=10, warmup=2, rounds=3)
                 row[name] = per_call / args.frames
                 single = synced_ms(lambda: b.block(fn()), n=3)
                 print(f"median k={k:2d} {name:4s}: {1e3 * row[name]:9.1f} us per frame "

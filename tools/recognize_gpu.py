@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import portcv
-from timing import gpu_time_ms, jax_queue_ms, synced_ms
+from timing import queued_ms, synced_ms
 
 
 def face_like_gallery(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -26,10 +26,7 @@ def face_like_gallery(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def timed(name: str, b, fn, count: int = 1) -> str:
-    if name == "cupy":
-        per_call, _ = gpu_time_ms(fn, repeat=20, rounds=3, warmup=3)
-    else:
-        per_call = jax_queue_ms(fn, repeat=20, rounds=3, warmup=3)
+    per_call = queued_ms(name, fn, repeat=20, warmup=3, rounds=3)
     single = synced_ms(lambda: b.block(fn()), n=5)
     return f"{1e3 * per_call / count:9.1f} us per item ({per_call:7.3f} ms per call), single call {single:7.3f} ms"
 

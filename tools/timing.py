@@ -57,6 +57,14 @@ def jax_queue_ms(fn, repeat=100, warmup=5, rounds=5):
     return statistics.median(per_call)
 
 
+def queued_ms(backend_name, fn, repeat=20, warmup=3, rounds=3):
+    """Time per call of ``repeat`` back-to-back calls on a GPU backend, the median of ``rounds``:
+    :func:`gpu_time_ms` on CuPy, :func:`jax_queue_ms` on JAX (the same quantity)."""
+    if backend_name == "cupy":
+        return gpu_time_ms(fn, repeat=repeat, warmup=warmup, rounds=rounds)[0]
+    return jax_queue_ms(fn, repeat=repeat, warmup=warmup, rounds=rounds)
+
+
 def jax_time_ms(fn, repeat=100, warmup=5):
     import jax
 

@@ -97,13 +97,15 @@ def test_counts_above_max_count_give_the_portable_bits_on_every_backend(backend,
 
 
 @pytest.mark.parametrize("k", [1, 3])
-def test_same_bits_on_every_backend_for_a_gallery_of_face_sized_histograms(backend, k):
+@pytest.mark.parametrize("bins", [59, 243])
+def test_same_bits_on_every_backend_for_a_gallery_of_face_sized_histograms(backend, k, bins):
     """Many gallery rows (several CUDA blocks), 9 queries (a full group of 8 and one more),
-    59-bin regions (rows that do not split into whole warps), repeated rows (ties)."""
+    59- and 243-bin regions ((8, 2) and (16, 2) u2: rows that do not split into whole warps, and
+    the CUDA kernel's 2 and 8 bins per lane), repeated rows (ties)."""
     rng = np.random.default_rng(22)
-    G = rng.integers(0, 379, (300, 7, 59)).astype(np.uint16)
+    G = rng.integers(0, 379, (300, 7, bins)).astype(np.uint16)
     G[150:160] = G[20]
-    Q = np.concatenate([G[[20, 3]], rng.integers(0, 379, (7, 7, 59)).astype(np.uint16)])
+    Q = np.concatenate([G[[20, 3]], rng.integers(0, 379, (7, 7, bins)).astype(np.uint16)])
     w = recognize.AHONEN_WEIGHTS_7X7[1]  # one row of Ahonen's weights: 0 to 4
     for fn, kwargs in ((recognize.chi_square, {}), (recognize.nearest, {"k": k})):
         expected = on_backend("numpy", fn, Q, G, weights=w, max_count=378, **kwargs)
@@ -159,6 +161,23 @@ def test_numpy_override_terms_at_every_count():
         S, M = np.meshgrid(v, v, indexing="ij")
         want = np.array([[((a - b) ** 2 << F) // max(a + b, 1) for b in v.tolist()] for a in v.tolist()])
         np.testing.assert_array_equal(float_terms(S.astype(np.float64), M.astype(np.float64), F).astype(np.int64), want)
+
+
+def test_the_cuda_float64_term_is_exact_for_every_count_up_to_1023():
+    """The CUDA kernel's term for counts up to 1023 (``portcv_chi_square_small`` in
+    ``_cuda.cu``), replayed with the same IEEE float64 operations on all 1024**2 pairs:
+    ``y = fl(a * fl(2**20 / b))``, T = the low word of ``fl(fl(y + 2**-12 - 1/2) + 1.5 * 2**52)``
+    equals ``floor(a * 2**20 / b)`` (``fl(2**20 / 0)`` is taken as 0: T(0, 0) = 0)."""
+    s = np.arange(1024, dtype=np.int64)
+    S, M = np.meshgrid(s, s, indexing="ij")
+    b, a = S + M, (S - M) ** 2
+    rcp = np.zeros(2047)
+    rcp[1:] = 1048576.0 / np.arange(1, 2047, dtype=np.float64)  # correctly rounded, as __ddiv_rn
+    y = a.astype(np.float64) * rcp[b]
+    z = (y + (2.0 ** -12 - 0.5)) + 1.5 * 2.0 ** 52
+    low_word = (z.view(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    np.testing.assert_array_equal(low_word, (a << 20) // np.maximum(b, 1))
+    assert np.all(z.view(np.uint64) >> np.uint64(32) == np.uint64(0x43380000))  # T fits the low word
 
 
 def test_float64_reference_bound_and_ranking_on_face_like_histograms():

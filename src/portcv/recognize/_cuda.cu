@@ -124,13 +124,16 @@ __global__ void portcv_region_histograms(const unsigned short* __restrict__ labe
 // r 2^F < 2^31 (see _chi_square.py). Each quotient is estimated from a float reciprocal of b
 // and corrected by its remainder; no float ever reaches D.
 //
-// SMALL (n <= 1023, SMALL_COUNT in _cuda.py, so F = 20, a < 2^20, b < 2^11): b, a and r (< 2^23) become floats
-// exactly by the 2^23 bit trick; rcp = rcp.approx.f32(b) (at most 1 ulp off by the PTX ISA:
-// relative error <= 2^-23) and rcpF = rcp 2^20 (exact); one fma(x, y, 2^23) rounds the exact
-// product x y to the nearest integer. So a rcp is within n 2^-23 < 2^-13 of a/b and r rcpF within
-// 2^20 2^-23 = 1/8 of r 2^F / b: both round to the floor or the floor + 1 (never below the floor,
-// the error being below 1/2), and one step down where the remainder is negative makes them
-// exact. b = 0 uses rcp(1): a = r = 0 give T = 0.
+// SMALL (n <= 1023, SMALL_COUNT in _cuda.py, so F = 20), portcv_chi_square_small: for every
+// 0 <= S, M <= 1023 (whatever n: the portable int32 steps cannot wrap there, a < 2^20, r 2^20 <
+// 2^31) T = floor(a 2^20 / b) is computed in float64 as
+//   y = fl(a * R[b]),  R[b] = fl(2^20 / b) (a shared table, R[0] = 0),  z = fl(fl(y + 2^-12 - 1/2) + 1.5 2^52),
+// T = the low word of z (1.5 2^52 has ulp 1 from -2^51 to 2^51: z is the nearest integer to
+// y + 2^-12 - 1/2, i.e. floor(y + 2^-12)). Why it is exact: y = a 2^20 / b with a relative
+// error below 2^-52 and y < 2^31 (a <= b^2), so |y - a 2^20 / b| < 2^-21; the fraction of
+// a 2^20 / b is 0 or in [1/b, 1 - 1/b] with b <= 2046, so y + 2^-12 is never within 2^-13 of
+// an integer and floor(y + 2^-12) = floor(a 2^20 / b). All 1024^2 pairs were also checked
+// exhaustively with NumPy's float64 (the same IEEE operations: --fmad=false, no fused add).
 //
 // Otherwise (n <= 32767): float(b) is exact, rcp = 1/b correctly rounded; float(a) (relative
 // error <= 2^-24) times rcp truncated (< 2^-23) is within (a/b) 2^-21 < 2^-6 of a/b; r 2^F has
@@ -143,9 +146,6 @@ __global__ void portcv_region_histograms(const unsigned short* __restrict__ labe
 // sums, floor division), so the bits still equal NumPy's; a division by -1 (b = -1 after
 // wrapping, from negative counts) is a wrapping negation, INT_MIN / -1 = INT_MIN as in NumPy.
 // ------------------------------------------------------------------------------------------
-constexpr int CHI_MAGIC_BITS = 0x4B000000;  // the float 2^23
-constexpr float CHI_MAGIC = 8388608.0f;
-
 __device__ __forceinline__ int floor_div_i32(int a, int b) {
     if (b == -1) return (int)(0u - (unsigned)a);
     int q = a / b;
@@ -162,36 +162,6 @@ __device__ __noinline__ int chi_exact_wrapping(int S, int M, int F) {
     const int r = (int)((unsigned)a - (unsigned)q * (unsigned)safe);
     const int q2 = floor_div_i32((int)((unsigned)r << F), safe);
     return (int)(((unsigned)q << F) + (unsigned)q2);
-}
-
-// The float of an integer 0 <= v < 2^23, exactly, without a conversion instruction.
-__device__ __forceinline__ float chi_small_float(unsigned v) {
-    return __fsub_rn(__uint_as_float(CHI_MAGIC_BITS | v), CHI_MAGIC);
-}
-
-// The nearest integer to x y (0 <= x y < 2^22): one rounding of the exact product.
-__device__ __forceinline__ unsigned chi_round_product(float x, float y) {
-    return __float_as_uint(__fmaf_rn(x, y, CHI_MAGIC)) - CHI_MAGIC_BITS;
-}
-
-__device__ __forceinline__ float chi_rcp_approx(float x) {
-    float y;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
-// T for 0 <= S, M <= n <= 1023 (F = 20).
-__device__ __forceinline__ unsigned chi_term_small(int S, int M) {
-    const unsigned b = (unsigned)(S + M);
-    const unsigned d = (unsigned)abs(S - M);
-    const unsigned a = d * d;
-    const float rcp = chi_rcp_approx(chi_small_float(max(b, 1u)));
-    unsigned q = chi_round_product(chi_small_float(a), rcp);
-    if (q * b > a) --q;
-    const unsigned r = a - q * b;
-    unsigned q2 = chi_round_product(chi_small_float(r), rcp * 1048576.0f);
-    if (q2 * b > (r << 20)) --q2;
-    return (q << 20) + q2;
 }
 
 // T for 0 <= S, M <= n <= 32767.
@@ -211,10 +181,15 @@ __device__ __forceinline__ unsigned chi_term_float(int S, int M, int F) {
     return (q << F) + q2;
 }
 
+// acc += w T(S, M) by the wrapping steps: counts outside the fast paths' domains.
+__device__ __forceinline__ void chi_add_wrapping(unsigned long long& acc, unsigned w, int S, int M, int F) {
+    acc += (unsigned long long)((long long)w * (long long)chi_exact_wrapping(S, M, F));
+}
+
 // Warps stride over the gallery rows (one row at a time, QB queries each; grid.y: query
 // groups). A warp walks a row region by region (the weight is the same for all its lanes,
 // regions of weight 0 are skipped), the lanes 32 bins apart.
-template <typename TQ, typename TG, int QB, bool SMALL>
+template <typename TQ, typename TG, int QB>
 __global__ void __launch_bounds__(256) portcv_chi_square(const TQ* __restrict__ Q, const TG* __restrict__ G,
                                                          const long long* __restrict__ W, int m, int n_rows,
                                                          int regions, int bins, int n, int F,
@@ -239,9 +214,93 @@ __global__ void __launch_bounds__(256) portcv_chi_square(const TQ* __restrict__ 
                     if (q0 + k < m) {
                         const int S = (int)__ldg(Q + (q0 + k) * d + e);
                         if ((unsigned)S <= (unsigned)n && (unsigned)M <= (unsigned)n) {
-                            acc[k] += (unsigned long long)w * (SMALL ? chi_term_small(S, M) : chi_term_float(S, M, F));
+                            acc[k] += (unsigned long long)w * chi_term_float(S, M, F);
                         } else {
-                            acc[k] += (unsigned long long)((long long)w * (long long)chi_exact_wrapping(S, M, F));
+                            chi_add_wrapping(acc[k], w, S, M, F);
+                        }
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < QB; ++k) {
+            unsigned long long v = acc[k];
+            for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+            if (lane == 0 && q0 + k < m) D[(size_t)(q0 + k) * n_rows + c] = (long long)v;
+        }
+    }
+}
+
+constexpr unsigned CHI_SMALL_MAX = 1023;          // the float64 path's domain: 0 <= S, M <= 1023
+constexpr int CHI_RCP_ENTRIES = 2 * CHI_SMALL_MAX + 1;
+constexpr double CHI_ROUND = 6755399441055744.0;   // 1.5 2^52
+constexpr double CHI_NUDGE = 0.000244140625 - 0.5;  // 2^-12 - 1/2
+
+// acc += w t with one 32 x 32 -> 64-bit multiply-add (C's 64-bit product kept a dead high-word add).
+__device__ __forceinline__ void mad_wide(unsigned long long& acc, unsigned w, unsigned t) {
+    asm("mad.wide.u32 %0, %1, %2, %0;" : "+l"(acc) : "r"(w), "r"(t));
+}
+
+// T for 0 <= S, M <= 1023 (F = 20), in float64 (the comment above).
+__device__ __forceinline__ unsigned chi_term_fp64(unsigned S, unsigned M, const double* rcp) {
+    const unsigned b = S + M;
+    const int diff = (int)S - (int)M;
+    const double a = __uint2double_rn((unsigned)(diff * diff));  // exactly: < 2^20
+    const double y = __dmul_rn(a, rcp[b]);
+    return (unsigned)__double2loint(__dadd_rn(__dadd_rn(y, CHI_NUDGE), CHI_ROUND));
+}
+
+// The SMALL path (counts n <= 1023). As portcv_chi_square, but a lane loads CH bins of a region
+// (32 apart) before it computes any, so that a warp keeps CH loads of the gallery in flight, and
+// one test of the CH bins (all in [0, 1023]) picks the float64 terms; a bin outside takes the
+// wrapping steps (the portable version's int32 arithmetic), the rest of its CH still exact.
+template <typename TQ, typename TG, int QB, int CH>
+__global__ void __launch_bounds__(256) portcv_chi_square_small(const TQ* __restrict__ Q, const TG* __restrict__ G,
+                                                               const long long* __restrict__ W, int m, int n_rows,
+                                                               int regions, int bins, long long* __restrict__ D) {
+    __shared__ double rcp[CHI_RCP_ENTRIES];  // 2^20 / b correctly rounded; rcp[0] = 0 gives T(0, 0) = 0
+    for (int b = threadIdx.x; b < CHI_RCP_ENTRIES; b += blockDim.x) rcp[b] = b == 0 ? 0.0 : __ddiv_rn(1048576.0, (double)b);
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    const int q0 = blockIdx.y * QB;
+    const size_t d = (size_t)regions * bins;
+    for (int c = blockIdx.x * warps + (threadIdx.x >> 5); c < n_rows; c += gridDim.x * warps) {
+        const TG* g = G + c * d;
+        unsigned long long acc[QB];
+#pragma unroll
+        for (int k = 0; k < QB; ++k) acc[k] = 0;
+        for (int j = 0; j < regions; ++j) {
+            const unsigned w = (unsigned)__ldg(W + j);
+            if (w == 0) continue;
+            const TG* gj = g + (size_t)j * bins;
+            for (int i0 = lane; i0 < bins; i0 += 32 * CH) {
+                const TG* gp = gj + i0;
+                unsigned M[CH];
+                unsigned any_m = 0;  // unsigned: a negative int32 count is above 1023 here
+#pragma unroll
+                for (int t = 0; t < CH; ++t) {
+                    M[t] = i0 + 32 * t < bins ? (unsigned)(int)gp[32 * t] : 0u;  // 0: T(0, 0) = 0
+                    any_m |= M[t];
+                }
+#pragma unroll
+                for (int k = 0; k < QB; ++k) {
+                    if (q0 + k >= m) continue;
+                    const TQ* qp = Q + (size_t)(q0 + k) * d + (size_t)j * bins + i0;
+                    unsigned S[CH];
+                    unsigned any = any_m;
+#pragma unroll
+                    for (int t = 0; t < CH; ++t) {
+                        S[t] = i0 + 32 * t < bins ? (unsigned)(int)__ldg(qp + 32 * t) : 0u;
+                        any |= S[t];
+                    }
+                    if (any <= CHI_SMALL_MAX) {
+#pragma unroll
+                        for (int t = 0; t < CH; ++t) mad_wide(acc[k], w, chi_term_fp64(S[t], M[t], rcp));
+                    } else {
+#pragma unroll
+                        for (int t = 0; t < CH; ++t) {
+                            if ((S[t] | M[t]) <= CHI_SMALL_MAX) mad_wide(acc[k], w, chi_term_fp64(S[t], M[t], rcp));
+                            else chi_add_wrapping(acc[k], w, (int)S[t], (int)M[t], 20);
                         }
                     }
                 }

@@ -93,13 +93,20 @@ def _region_histograms_cupy(labels: Any, *, ny: int, nx: int, h: int, w: int, bi
     return out
 
 
-#: Counts up to this take the chi-square kernel's small-count path (SMALL in ``_cuda.cu``, F = 20).
+#: Counts up to this take the chi-square's float64 kernel (``portcv_chi_square_small``, F = 20).
 SMALL_COUNT = 1023
 
 
 def _queries_per_warp(rows: int) -> int:
     """Queries per warp of the chi-square kernel, by the number of query rows."""
     return 1 if rows == 1 else 4 if rows <= 4 else 8
+
+
+def _bins_per_lane(bins: int) -> int:
+    """Bins of a region a lane of the float64 kernel loads at once (CH): enough for a region of
+    up to 256 bins in one step, a power of two so that few kernels are compiled."""
+    need = -(-bins // 32)
+    return 1 if need <= 1 else 2 if need <= 2 else 4 if need <= 4 else 8
 
 
 @chi_square_kernel.override(
@@ -120,14 +127,18 @@ def _chi_square_cupy(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_
         return cupy.zeros((rows, cols), dtype=cupy.int64)
     D = cupy.empty((rows, cols), dtype=cupy.int64)
     qb = _queries_per_warp(rows)
-    small = "true" if max_count <= SMALL_COUNT else "false"  # then frac_bits is 20
-    fn = cuda_function(__name__, f"portcv_chi_square<{_CTYPES[str(Q.dtype)]},{_CTYPES[str(G.dtype)]},{qb},{small}>")
+    types = f"{_CTYPES[str(Q.dtype)]},{_CTYPES[str(G.dtype)]},{qb}"
+    small = max_count <= SMALL_COUNT  # then frac_bits is 20
+    if small:
+        fn = cuda_function(__name__, f"portcv_chi_square_small<{types},{_bins_per_lane(bins)}>")
+    else:
+        fn = cuda_function(__name__, f"portcv_chi_square<{types}>")
     warps = 8
     blocks = min(-(-cols // warps), 8 * sm_count())  # the warps stride over the gallery rows
     for r0 in range(0, rows, _GRID_YZ * qb):
         n = min(_GRID_YZ * qb, rows - r0)
-        fn((blocks, -(-n // qb)), (32 * warps,),
-           (Q[r0:r0 + n], G, W, np.int32(n), np.int32(cols), np.int32(Q.shape[1]), np.int32(bins), np.int32(max_count),
-            np.int32(frac_bits), D[r0:r0 + n]))
+        shape = (np.int32(n), np.int32(cols), np.int32(Q.shape[1]), np.int32(bins))
+        tail = () if small else (np.int32(max_count), np.int32(frac_bits))
+        fn((blocks, -(-n // qb)), (32 * warps,), (Q[r0:r0 + n], G, W) + shape + tail + (D[r0:r0 + n],))
     return D
 

@@ -49,8 +49,16 @@ __global__ void portcv_lbp_labels(const unsigned char* __restrict__ src, int H, 
                                   unsigned short* __restrict__ out) {
     static_assert(P >= 1 && P <= LBP_MAX_POINTS, "P in [1, 16]");
     __shared__ int pts[4 * P];
+    __shared__ int4 offs[P];   // per point: the image offsets of its TL, TR, BL, BR pixels ...
+    __shared__ int2 fracs[P];  // ... and (wr, wc); a pixel of weight 0 is read as its neighbour
     const int t = threadIdx.y * blockDim.x + threadIdx.x;
     if (t < 4 * P) pts[t] = points[t];
+    if (t < P) {
+        const int r0 = points[4 * t], c0 = points[4 * t + 1], wr = points[4 * t + 2], wc = points[4 * t + 3];
+        const int tl = r0 * W + c0, bl = tl + (wr ? W : 0);
+        offs[t] = make_int4(tl, tl + (wc ? 1 : 0), bl, bl + (wc ? 1 : 0));
+        fracs[t] = make_int2(wr, wc);
+    }
     __syncthreads();
     const int bx = blockIdx.x * blockDim.x + origin, by = row0 + blockIdx.y * blockDim.y + origin;  // first centre
     // With border "valid" (checked = 0) every sample of weight > 0 lies inside the image.
@@ -65,10 +73,22 @@ __global__ void portcv_lbp_labels(const unsigned char* __restrict__ src, int H, 
     const long long threshold = centre * ((long long)LBP_SCALE * LBP_SCALE);
     unsigned code = 0;
     if (inside) {
-        auto at = [&](int dy, int dx) { return (int)__ldg(centre_px + dy * W + dx); };
+        // lbp_bit's value (S - wr) top + wr bottom >= centre S^2, branch-free: with
+        // top = S TL + wc (TR - TL) and bottom = S BL + wc (BR - BL) (int32: |.| <= 255 S), it is
+        // wr (bottom - top) >= S (centre S - top), both sides below 2^42 in 64 bits. A pixel of
+        // weight 0 reads its neighbour (the offsets above), so every read lies within `reach`.
+        const int centre_s = centre * LBP_SCALE;
 #pragma unroll
-        for (int i = 0; i < P; ++i)
-            code |= (unsigned)lbp_bit(at, pts[4 * i], pts[4 * i + 1], pts[4 * i + 2], pts[4 * i + 3], centre, threshold) << i;
+        for (int i = 0; i < P; ++i) {
+            const int4 o = offs[i];
+            const int2 f = fracs[i];
+            const int tl = __ldg(centre_px + o.x), tr = __ldg(centre_px + o.y);
+            const int bl = __ldg(centre_px + o.z), br = __ldg(centre_px + o.w);
+            const int top = LBP_SCALE * tl + f.y * (tr - tl);
+            const int bottom = LBP_SCALE * bl + f.y * (br - bl);
+            const bool bit = (long long)f.x * (bottom - top) >= (long long)LBP_SCALE * (centre_s - top);
+            code |= (unsigned)bit << i;
+        }
     } else {  // near the image's edge: pixels outside read 0 (border "constant")
         auto at = [&](int dy, int dx) {
             const int y = cy + dy, x = cx + dx;

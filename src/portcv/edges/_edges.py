@@ -562,20 +562,6 @@ def _hysteresis_jax_compiled(steps: int) -> Any:
     return jit(run)
 
 
-@functools.lru_cache(maxsize=None)
-def _hysteresis_jax_host() -> Any:
-    import jax
-    import jax.numpy as jnp
-
-    def run(state: Any) -> Any:
-        shape = jax.ShapeDtypeStruct(state.shape, jnp.uint8)
-        # "expand_dims": under vmap the callback gets the batch as a leading axis, which the
-        # labelling treats as frames of their own.
-        return jax.pure_callback(_hysteresis_numpy, shape, state, vmap_method="expand_dims")
-
-    return jit(run)
-
-
 @hysteresis_kernel.override("jax", supports="every input (on the CPU: SciPy's labelling through a host callback)")
 def _hysteresis_jax(state: Any) -> Any:
     from ..backends import backend
@@ -584,8 +570,11 @@ def _hysteresis_jax(state: Any) -> Any:
         # XLA:CPU has no connected-component primitive: its dilation loop took 0.44 s on a
         # 1080p frame (one step per iteration; long chains need one per pixel). On the CPU the
         # array is already in host memory, so SciPy's labelling (below) runs on it directly,
-        # inside jit too, and gives the same bits.
-        return _hysteresis_jax_host()(state)
+        # inside jit too, and gives the same bits. "expand_dims": under vmap the labelling gets
+        # the batch as a leading axis, which it treats as frames of their own.
+        from ..backends.jax import host_call
+
+        return host_call(hysteresis_kernel, state, vmap_method="expand_dims", same_shape_as="uint8")
     # XLA:GPU reads a while loop's condition on the host: several steps per check amortize it.
     return _hysteresis_jax_compiled(HYSTERESIS_STEPS)(state)
 

@@ -96,6 +96,18 @@ def tile_geometry(channels: int, squared: bool) -> tuple[int, int]:
     return tw, th
 
 
+@integral_kernel.override("jax", supports="every input (uint8 on the CPU: the NumPy version through a host callback)")
+def _integral_jax(img: Any, *, has_channels: bool, squared: bool, dtype: str) -> Any:
+    b = backend()
+    if b.runs_on_host and img.dtype == np.uint8:
+        # XLA:CPU lowers cumsum to a windowed reduction: 17.8 ms for a 1080p frame, 39x OpenCV;
+        # NumPy's row prefix sums and row adds take 2.4 ms on the same host memory.
+        from ..backends.jax import host_call
+
+        return host_call(integral_kernel, img, has_channels=has_channels, squared=squared, dtype=dtype)
+    return integral_kernel.portable_for(b)(img, has_channels=has_channels, squared=squared, dtype=dtype)
+
+
 @integral_kernel.override("cupy", supports="1 to 4 channels; CUDA's grid limit (gridDim.y <= 65535 row tiles)")
 def _integral_cupy(img: Any, *, has_channels: bool, squared: bool, dtype: str) -> Any:
     return launch_integral(img, has_channels=has_channels, squared=squared, dtype=dtype, sq_dtype="int64")

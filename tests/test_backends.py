@@ -190,6 +190,44 @@ def test_portcv_calls_inside_a_users_jax_jit_equal_the_direct_calls():
     assert int(jax.jit(lambda v: double(x=np.int32(3)) + v)(1)) == 7
 
 
+@pytest.mark.parametrize("op", ["integral", "integral squared", "median 3", "median 5", "histogram", "canny"])
+def test_jax_device_formulations_equal_numpy_on_the_cpu(monkeypatch, op):
+    """JAX on the CPU hands these kernels to their NumPy versions through host callbacks
+    (``backends.jax.host_call``), so the every-backend tests compare NumPy with NumPy there;
+    with ``runs_on_host`` off, the CPU runs the XLA formulations a GPU runs, and they must
+    give the same bits."""
+    pytest.importorskip("jax")
+    from portcv import color, edges, filters, transform
+    from portcv.backends.jax import JaxBackend
+
+    try:
+        backends.get("jax")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setattr(JaxBackend, "runs_on_host", property(lambda self: False))
+
+    def no_host_call(*args, **kwargs):
+        raise AssertionError("a host callback ran with runs_on_host off")
+
+    monkeypatch.setattr(portcv.backends.jax, "host_call", no_host_call)
+    calls = {
+        "integral": lambda x: transform.integral(x),
+        "integral squared": lambda x: transform.integral(x, squared=True),
+        "median 3": lambda x: filters.median_filter(x, 3),
+        "median 5": lambda x: filters.median_filter(x, 5),
+        "histogram": lambda x: color.histogram(x),
+        "canny": lambda x: edges.canny(x, 40, 90),
+    }
+    frames = portcv.data.synthetic_rgb(2 * 29, 37, seed=3)[..., 1].reshape(2, 29, 37)
+    expected = calls[op](frames)
+    with portcv.using("jax"):
+        actual = calls[op](portcv.asarray(frames))
+    for e, a in zip(*(r if isinstance(r, tuple) else (r,) for r in (expected, actual)), strict=True):
+        e, a = portcv.to_numpy(e), portcv.to_numpy(a)
+        assert e.dtype == a.dtype
+        np.testing.assert_array_equal(a, e)
+
+
 def _launchers() -> dict[str, set[str]]:
     """``{module: kernel names}`` of every ``cuda_function(__name__, "portcv_...")`` call."""
     import re

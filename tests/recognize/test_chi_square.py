@@ -84,7 +84,7 @@ def test_counts_above_max_count_give_the_portable_bits_on_every_backend(backend,
     high = {"uint8": 256, "uint16": 65536, "int32": 2**20}[dtype]
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     m, n = data.draw(st.integers(1, 9)), data.draw(st.integers(1, 20))
-    regions, bins = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 40))
+    regions, bins = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 130))  # CUDA: 1 to 8 bins per lane
     Q = rng.integers(0, high, (m, regions, bins)).astype(dtype)
     G = rng.integers(0, high, (n, regions, bins)).astype(dtype)
     G[:, :, ::3] = rng.integers(0, 4, G[:, :, ::3].shape)  # some in-range pairs beside the large ones
@@ -97,11 +97,11 @@ def test_counts_above_max_count_give_the_portable_bits_on_every_backend(backend,
 
 
 @pytest.mark.parametrize("k", [1, 3])
-@pytest.mark.parametrize("bins", [59, 243])
+@pytest.mark.parametrize("bins", [59, 100, 243])
 def test_same_bits_on_every_backend_for_a_gallery_of_face_sized_histograms(backend, k, bins):
     """Many gallery rows (several CUDA blocks), 9 queries (a full group of 8 and one more),
-    59- and 243-bin regions ((8, 2) and (16, 2) u2: rows that do not split into whole warps, and
-    the CUDA kernel's 2 and 8 bins per lane), repeated rows (ties)."""
+    59-, 100- and 243-bin regions ((8, 2) and (16, 2) u2 among them: rows that do not split into
+    whole warps, and the CUDA kernel's 2, 4 and 8 bins per lane), repeated rows (ties)."""
     rng = np.random.default_rng(22)
     G = rng.integers(0, 379, (300, 7, bins)).astype(np.uint16)
     G[150:160] = G[20]

@@ -183,22 +183,21 @@ class JaxBackend(Backend):
         return f"{d.platform}:{d.id} ({d.device_kind})"
 
 
-def host_call(kernel: Any, *arrays: Any, vmap_method: str = "sequential", same_shape_as: str | None = None,
-              **params: Any) -> Any:
-    """``kernel`` run by its NumPy version (its NumPy override, else its portable code on NumPy)
-    through ``jax.pure_callback``, inside ``jit`` too: for JAX on the CPU, whose arrays already
-    live in host memory, where XLA:CPU's form of an operation is much slower than NumPy's. The
-    bits are the same by the NumPy override's own tests.
+def host_call(kernel: Any, *arrays: Any, same_shape_as: str | None = None, **params: Any) -> Any:
+    """``kernel`` run by its NumPy version through ``jax.pure_callback``, inside ``jit`` too: for
+    JAX on the CPU, whose arrays already live in host memory, where XLA:CPU's form of an
+    operation is much slower than NumPy's. The bits are the same by the NumPy version's own
+    tests (its override against the portable code).
 
     The result's shape and dtype come from a trace of the portable version, or, with
     ``same_shape_as=dtype``, are the first array's shape in that dtype (for portable versions
-    that cannot be traced). ``vmap_method`` is ``jax.pure_callback``'s: ``"expand_dims"`` where
-    the NumPy version treats a leading axis as frames of their own."""
-    return _host_program(kernel, vmap_method, same_shape_as, tuple(sorted(params.items())))(*arrays)
+    that cannot be traced). Under ``vmap`` the callback gets the batch as a leading axis
+    (``vmap_method="expand_dims"``), which portcv's kernels treat as frames of their own."""
+    return _host_program(kernel, same_shape_as, tuple(sorted(params.items())))(*arrays)
 
 
 @functools.lru_cache(maxsize=None)
-def _host_program(kernel: Any, vmap_method: str, same_shape_as: str | None, items: tuple) -> Callable:
+def _host_program(kernel: Any, same_shape_as: str | None, items: tuple) -> Callable:
     import jax
 
     from . import get, using
@@ -206,13 +205,8 @@ def _host_program(kernel: Any, vmap_method: str, same_shape_as: str | None, item
     params = dict(items)
 
     def on_host(*arrays: Any) -> Any:
-        with using("numpy"):  # the NumPy versions ask the active backend for their namespace
-            arrays = tuple(np.asarray(a) for a in arrays)
-            override = kernel.overrides.get("numpy")
-            result = override.fn(*arrays, **params) if override is not None else NotImplemented
-            if result is NotImplemented:
-                result = kernel.portable(np, *arrays, **params)
-            return result
+        with using("numpy"):  # the kernel's NumPy override, or its portable version on NumPy
+            return kernel(*(np.asarray(a) for a in arrays), **params)
 
     def run(*arrays: Any) -> Any:
         if same_shape_as is None:
@@ -220,6 +214,6 @@ def _host_program(kernel: Any, vmap_method: str, same_shape_as: str | None, item
             shape = jax.eval_shape(lambda *a: portable(*a, **params), *arrays)
         else:
             shape = jax.ShapeDtypeStruct(arrays[0].shape, np.dtype(same_shape_as))
-        return jax.pure_callback(on_host, shape, *arrays, vmap_method=vmap_method)
+        return jax.pure_callback(on_host, shape, *arrays, vmap_method="expand_dims")
 
     return jit(run)

@@ -570,11 +570,10 @@ def _hysteresis_jax(state: Any) -> Any:
         # XLA:CPU has no connected-component primitive: its dilation loop took 0.44 s on a
         # 1080p frame (one step per iteration; long chains need one per pixel). On the CPU the
         # array is already in host memory, so SciPy's labelling (below) runs on it directly,
-        # inside jit too, and gives the same bits. "expand_dims": under vmap the labelling gets
-        # the batch as a leading axis, which it treats as frames of their own.
+        # inside jit too, and gives the same bits.
         from ..backends.jax import host_call
 
-        return host_call(hysteresis_kernel, state, vmap_method="expand_dims", same_shape_as="uint8")
+        return host_call(hysteresis_kernel, state, same_shape_as="uint8")
     # XLA:GPU reads a while loop's condition on the host: several steps per check amortize it.
     return _hysteresis_jax_compiled(HYSTERESIS_STEPS)(state)
 

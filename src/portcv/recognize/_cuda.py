@@ -128,8 +128,9 @@ def _chi_square_cupy(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_
     D = cupy.empty((rows, cols), dtype=cupy.int64)
     qb = _queries_per_warp(rows)
     types = f"{_CTYPES[str(Q.dtype)]},{_CTYPES[str(G.dtype)]},{qb}"
-    small = max_count <= SMALL_COUNT  # then frac_bits is 20
+    small = max_count <= SMALL_COUNT
     if small:
+        assert frac_bits == 20, "frac_bits(n) is 20 for every n <= 1023: the float64 kernel's F"
         fn = cuda_function(__name__, f"portcv_chi_square_small<{types},{_bins_per_lane(bins)}>")
     else:
         fn = cuda_function(__name__, f"portcv_chi_square<{types}>")

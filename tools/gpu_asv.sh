@@ -24,7 +24,8 @@
 #
 # Environment (all optional):
 #   OUT               where results go (default ./gpu-results)
-#   ASV_MACHINE       asv machine name, the results folder (default h100)
+#   ASV_MACHINE       asv machine name, the results folder (default: the card's model, e.g. h100
+#                     or h200, so results of different cards never share one history)
 #   BUNDLE, BRANCH    the bundle (default .device/portcv.bundle) and its branch (default main)
 #   PYTHON            interpreter with CuPy and JAX (default python3)
 #   ASV_DEADLINE_S    stop starting steps after this many seconds of the script (default 330)
@@ -41,7 +42,9 @@ ROOT=$PWD
 OUT=${OUT:-$ROOT/gpu-results}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-MACHINE=${ASV_MACHINE:-h100}
+GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+MODEL=$(printf %s "${GPU%%,*}" | grep -oiE '\b(G[HB][0-9]{3}|[ABHL][0-9]{2,3}S?)\b' | head -n 1 | tr 'A-Z' 'a-z')
+MACHINE=${ASV_MACHINE:-${MODEL:-gpu}}
 BUNDLE=${BUNDLE:-$ROOT/.device/portcv.bundle}
 BRANCH=${BRANCH:-main}
 PY=$(command -v "${PYTHON:-python3}") || { echo "gpu_asv: no ${PYTHON:-python3}" >&2; exit 1; }
@@ -100,7 +103,6 @@ CONF=$WORK/asv.conf.json
 
 # ---- 4. the machine: `asv machine --yes --machine NAME` stores only the fields that differ from
 # its defaults, so write the entry with asv's own API: defaults + the GPU in the "cpu" field ------
-GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 "$PY" - "$MACHINE" "${GPU:-no GPU}" <<'EOF' 2>&1 | tee -a "$LOG"
 import sys

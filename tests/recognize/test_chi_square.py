@@ -147,6 +147,30 @@ def test_numpy_override_equals_the_portable_version(hs, step, force_float):
     assert_same_bits(expected, actual)
 
 
+@pytest.mark.parametrize("max_count", [255, 1023, 4095])
+def test_numpy_override_gives_the_portable_bits_for_negative_counts(max_count):
+    """int32 histograms may hold negative numbers, outside the definition like counts above
+    max_count: the NumPy override then runs the portable int32 steps too (its table and its
+    float64 division assume counts in [0, max_count])."""
+    rng = np.random.default_rng(max_count)
+    Q = np.array([[[-3, 5]]], np.int32)
+    G = np.array([[[1, 5]]], np.int32)
+    cases = [(Q, G), (G, Q)]
+    for _ in range(20):
+        Q = rng.integers(-40, max_count + 1, (3, 2, 7)).astype(np.int32)
+        G = rng.integers(0, max_count + 1, (5, 2, 7)).astype(np.int32)
+        G[rng.integers(0, 5), rng.integers(0, 2), rng.integers(0, 7)] = -rng.integers(1, 1000)
+        cases += [(Q, G), (G[:3], Q)]
+    W = np.array([3, 1], np.int64)
+    for Q, G in cases:
+        W1 = W[: Q.shape[1]]
+        params = dict(frac_bits=frac_bits(max_count), parts=1, max_count=max_count)
+        expected = chi_square_kernel.portable(portcv.backends.get("numpy").xp, Q, G, W1, **params)
+        with portcv.using("numpy"):
+            actual = chi_square_kernel.overrides["numpy"].fn(Q, G, W1, **params)
+        assert_same_bits(expected, actual)
+
+
 def test_numpy_override_terms_at_every_count():
     """Each term of both NumPy paths equals the Python-integer floor: the table for every
     (S, M) up to 378, the float64 division for S, M at both ends of [0, 32767] and on a grid."""

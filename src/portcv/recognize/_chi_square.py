@@ -111,8 +111,8 @@ def float_terms(S: np.ndarray, M: np.ndarray, frac_bits: int) -> np.ndarray:
     return np.floor(d * d * float(1 << frac_bits) / np.where(b > 0, b, 1.0))
 
 
-@chi_square_kernel.override("numpy", supports="counts at most max_count (a table of T for n <= 1023, "
-                                              "else float64 division, exact by its bound); larger: portable")
+@chi_square_kernel.override("numpy", supports="counts in [0, max_count] (a table of T for n <= 1023, "
+                                              "else float64 division, exact by its bound); others: portable")
 def _chi_square_numpy(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_count: int) -> Any:
     """The same D without NumPy's slow integer division, in two exact ways.
 
@@ -126,7 +126,10 @@ def _chi_square_numpy(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max
     from ..backends import backend
 
     Qn, Gn = np.asarray(Q), np.asarray(G)
-    if max(int(Qn.max()), int(Gn.max())) > max_count or int(np.asarray(W).sum()) >= 1 << 22:
+    # Counts outside [0, max_count] (above it, or negative int32 entries) are outside the table
+    # and the division's bound: the portable int32 steps give their bits.
+    low, high = min(int(Qn.min()), int(Gn.min())), max(int(Qn.max()), int(Gn.max()))
+    if low < 0 or high > max_count or int(np.asarray(W).sum()) >= 1 << 22:
         return chi_square_kernel.portable(backend().xp, Q, G, W, frac_bits=frac_bits, parts=parts, max_count=max_count)
     rows, cols, regions, bins = Qn.shape[0], Gn.shape[0], Qn.shape[1], Qn.shape[2]
     per_region = np.empty((rows, cols, regions), np.int64)

@@ -75,8 +75,9 @@ def main() -> None:
     assert not lbp.empty()
     det = portcv.detect.MCTDetector.default()
     print("| frame | portcv NumPy [ms] | " + ("portcv JAX-CPU [ms] | " if args.jax else "")
-          + f"cv2 LBP, {args.threads} threads [ms] | NumPy / cv2 | windows | alive after stages 0..4 |")
-    print("|---|---|" + ("---|" if args.jax else "") + "---|---|---|---|")
+          + f"cv2 LBP, {args.threads} threads [ms] | NumPy / cv2 | " + ("JAX / cv2 | " if args.jax else "")
+          + "windows | alive after stages 0..4 |")
+    print("|---|---|" + ("---|---|" if args.jax else "") + "---|---|---|---|")
     for size in args.sizes.split(","):
         gray = frame(size)
 
@@ -95,7 +96,8 @@ def main() -> None:
         ms = interleaved_ms(fns, rounds=args.rounds)
         counts = stage_counts(det, gray)
         jax_col = f"{ms['jax']:.1f} | " if args.jax else ""
-        print(f"| {size} | {ms['numpy']:.1f} | {jax_col}{ms['cv2']:.1f} | {ms['numpy'] / ms['cv2']:.2f} | "
+        jax_ratio = f"{ms['jax'] / ms['cv2']:.2f} | " if args.jax else ""
+        print(f"| {size} | {ms['numpy']:.1f} | {jax_col}{ms['cv2']:.1f} | {ms['numpy'] / ms['cv2']:.2f} | {jax_ratio}"
               f"{counts[0]} | {' / '.join(str(c) for c in counts[1:])} |", flush=True)
     if args.memory:
         for size in args.sizes.split(","):

@@ -257,6 +257,41 @@ def test_candidates_equal_the_naive_scan() -> None:
         assert len(got) > 0
 
 
+def test_jax_on_the_cpu_scans_with_numpy_and_its_own_scan_gives_the_same_candidates(monkeypatch) -> None:
+    """JAX on the CPU hands the whole scan to NumPy (its arrays are host memory and XLA:CPU's
+    gathers are several times slower), so the every-backend tests compare NumPy with NumPy
+    there; with ``runs_on_host`` off, the CPU runs the XLA scan a GPU runs: same candidates."""
+    pytest.importorskip("jax")
+    from portcv.backends.jax import JaxBackend
+    from portcv.detect import _mct_detector
+
+    try:
+        portcv.backends.get("jax")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    gray = np.random.default_rng(4).integers(0, 256, (41, 50), dtype=np.uint8)
+    det = MCTDetector(random_cascade(0, spread=60, bias=30))
+    expected = det.candidates(gray, scale_factor=1.2)
+    compiled_for = []
+    real = _mct_detector._compiled
+
+    def spy(name, what):
+        compiled_for.append(name)
+        return real(name, what)
+
+    monkeypatch.setattr(_mct_detector, "_compiled", spy)
+    got = {}
+    for on_host in (True, False):
+        monkeypatch.setattr(JaxBackend, "runs_on_host", property(lambda self, v=on_host: v))
+        compiled_for.clear()
+        with portcv.using("jax"):
+            got[on_host] = det.candidates(portcv.asarray(gray), scale_factor=1.2)
+        assert set(compiled_for) == {"numpy" if on_host else "jax"}
+    assert len(expected) > 0
+    assert_same_bits(expected, got[True])
+    assert_same_bits(expected, got[False])
+
+
 @settings(max_examples=12, deadline=None)
 @given(images(channels=(None, 3), max_h=70, max_w=80), st.integers(0, 3), st.integers(0, 3))
 def test_detector_every_backend_equals_numpy(backend: str, case: tuple, seed: int, split: int) -> None:

@@ -387,9 +387,16 @@ class MCTDetector:
 
     def _scan(self, gray: Any, sf: float, mins: tuple, maxs: Any, step: int, split: int | None,
               devices: tuple | None) -> tuple[np.ndarray, list]:
+        b = backend()
+        if b.name == "jax" and b.runs_on_host and devices is None:
+            # JAX on the CPU: the frame is already in host memory, and XLA:CPU's gathers run the
+            # stage sums several times slower than NumPy's banded ones (docs/detect.md), so the
+            # scan runs on NumPy, as the JAX backend's host callbacks do for single kernels. The
+            # same integer scan: the same candidates.
+            with backends.using("numpy"):
+                return self._scan(to_numpy(gray), sf, mins, maxs, step, split, devices)
         height, width = gray.shape
         levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1 if devices is None else len(devices))
-        b = backend()
         groups = [(g, geo) for g, geo in enumerate(geos) if geo.offsets.size]
         scopes = [functools.partial(_device_scope, b, None if devices is None else devices[g]) for g, _ in groups]
         # Generators: nothing runs until their first next(), inside their device's scope below.

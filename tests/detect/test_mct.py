@@ -292,6 +292,49 @@ def test_jax_on_the_cpu_scans_with_numpy_and_its_own_scan_gives_the_same_candida
     assert_same_bits(expected, got[False])
 
 
+@pytest.mark.parametrize("name", ["numpy", "jax"])
+def test_device_grouping_equals_the_hosts(monkeypatch, name: str) -> None:
+    """CuPy groups the candidates on the device (group_kernel, the Haar detector's) and copies
+    back only the boxes. Forced here on NumPy and on JAX's own programs (their portable C x C
+    grouping, capacity 64): the host's boxes; above the capacity, the host groups."""
+    from skimage import data as skdata
+
+    from portcv.detect import _mct_detector
+
+    if name == "jax":
+        pytest.importorskip("jax")
+        from portcv.backends.jax import JaxBackend
+
+        try:
+            portcv.backends.get("jax")
+        except portcv.BackendUnavailableError as exc:
+            pytest.skip(str(exc))
+        monkeypatch.setattr(JaxBackend, "runs_on_host", property(lambda self: False))  # its own scan
+    gray = portcv.to_numpy(portcv.color.rgb_to_gray(skdata.astronaut()))  # 24 candidates, one face
+    det = MCTDetector.default()
+    expected = {mn: det.detect(gray, min_neighbors=mn) for mn in (1, 3, 20)}
+    assert len(expected[3][0]) == 1 and len(expected[20][0]) == 0
+    monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
+    grouped = []
+    real = MCTDetector._group_on_device
+
+    def spy(self, *args):
+        out = real(self, *args)
+        grouped.append(out is not None)
+        return out
+
+    monkeypatch.setattr(MCTDetector, "_group_on_device", spy)
+    for capacity, on_device in ((64, True), (8, False)):
+        monkeypatch.setattr(_mct_detector, "GROUP_CAPACITY", capacity)
+        for mn, (boxes, neighbours) in expected.items():
+            grouped.clear()
+            with portcv.using(name):
+                got_boxes, got_neighbours = det.detect(portcv.asarray(gray), min_neighbors=mn)
+            assert grouped == ([True] if on_device else [])
+            assert_same_bits(boxes, got_boxes)
+            assert_same_bits(neighbours, got_neighbours)
+
+
 @settings(max_examples=12, deadline=None)
 @given(images(channels=(None, 3), max_h=70, max_w=80), st.integers(0, 3), st.integers(0, 3))
 def test_detector_every_backend_equals_numpy(backend: str, case: tuple, seed: int, split: int) -> None:

@@ -12,15 +12,17 @@ import numpy as np
 from .. import _validate, backends
 from .._kernel import kernel
 from ..backends import backend, to_numpy
-from ._cascade import compact_kernel, pyramid_kernel
-from ._detector import (check_min_neighbors, check_scale_factor, check_size_pair, level_rects, next_capacity,
-                        packed_pyramid_maps, to_gray)
+from ._cascade import compact_kernel, group_kernel, pyramid_kernel, reciprocals
+from ._detector import (CANDIDATE_LIMIT, GROUP_EPS, GROUP_READ, check_min_neighbors, check_scale_factor,
+                        check_size_pair, level_rects, next_capacity, packed_pyramid_maps, to_gray, unpack_boxes)
 from ._group import group_and_clip
 from ._mct import mct_kernel
 from ._mct_cascade import BUNDLED, LUT_WIDTH, MCTCascade, load_mct_cascade
 
 #: The thesis's scan: scale factor 1.15, window step 1 (section 2.1.3).
 DEFAULT_SCALE_FACTOR = 1.15
+#: Most candidates grouped on the device (CuPy's one-block ``groupRectangles``); more: the host groups.
+GROUP_CAPACITY = CANDIDATE_LIMIT
 #: Largest number of (window x position) gathers one portable step makes: bounds the memory of
 #: the 2-D gathers (``cap x chunk`` int32 indices and codes, 16 MB each at this size).
 GATHER_ELEMENTS = 1 << 22
@@ -133,6 +135,7 @@ class MCTGeometry:
 
     def __init__(self, width: int, height: int, levels: list, first: int, window: tuple[int, int], step: int) -> None:
         self.levels = levels
+        self.first = first
         self.packed_shape, self.placements, self.maps = packed_pyramid_maps(width, height, [wh for _, wh in levels])
         hp, wp = self.packed_shape
         cw = wp - 2  # the valid MCT image is (hp - 2, wp - 2)
@@ -163,6 +166,19 @@ class MCTGeometry:
             self._device[key] = hit
         return hit
 
+    def group_arrays(self, b: Any, capacity: int) -> tuple:
+        """``(x, y, level, factors, recip)`` of the windows on backend ``b``: group_kernel's inputs
+        (levels local to this geometry, float32 factors, float32 reciprocals); uploaded once."""
+        key = (b.device_key(), "group", capacity)
+        hit = self._device.get(key)
+        if hit is None:
+            factors = np.array([f for f, _ in self.levels], np.float32)
+            host = (self.x, self.y, (self.level - self.first).astype(np.int32), factors, reciprocals(capacity))
+            hit = tuple(b.asarray(a) for a in host)
+            b.synchronize()
+            self._device[key] = hit
+        return hit
+
 
 def split_levels(windows_per_level: list[int], groups: int) -> list[tuple[int, int]]:
     """Contiguous level ranges ``[(l0, l1), ...]`` for ``groups`` devices, balanced by window count
@@ -179,6 +195,13 @@ def split_levels(windows_per_level: list[int], groups: int) -> list[tuple[int, i
             cuts.append(i + 1)
     cuts.append(n)
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _groups_on_device(b: Any) -> bool:
+    """Whether ``b`` groups the candidates on the device: where group_kernel has an override
+    (CuPy: one CUDA block). Elsewhere the host groups (NumPy's fastest; JAX's portable grouping
+    builds C x C matrices)."""
+    return group_kernel.has_override(b)
 
 
 def _device_scope(b: Any, device: Any) -> Any:
@@ -282,7 +305,8 @@ class MCTDetector:
         -----
         Window ``(level, x, y)`` is a face when every stage's integer cost sum is at most its
         threshold (thesis eq. 2.3). Candidate rect ``rint(float32(x) * f)`` etc. as OpenCV;
-        grouping ``groupRectangles`` (eps 0.2) and the clip on the host. Integer throughout:
+        grouping ``groupRectangles`` (eps 0.2) and the clip on the device on CuPy (the Haar detector's
+        kernel, up to 4,096 candidates; only the boxes are copied back), on the host elsewhere. Integer throughout:
         identical boxes on every backend.
 
         Examples
@@ -338,7 +362,7 @@ class MCTDetector:
         st = _validate.integer(step, "step", low=1, high=64)
         split = None if split_stage is None else _validate.integer(split_stage, "split_stage", low=0,
                                                                    high=self.cascade.n_stages)
-        found, _ = self._scan(img, sf, mins, maxs, st, split, self._check_devices(devices))
+        found, _, _ = self._scan(img, sf, mins, maxs, st, split, self._check_devices(devices))
         return found
 
     def _geometries(self, width: int, height: int, sf: float, mins: tuple, maxs: Any, step: int,
@@ -386,7 +410,10 @@ class MCTDetector:
         return tuple(sorted({0, split, S}))
 
     def _scan(self, gray: Any, sf: float, mins: tuple, maxs: Any, step: int, split: int | None,
-              devices: tuple | None) -> tuple[np.ndarray, list]:
+              devices: tuple | None, group: tuple | None = None) -> tuple[np.ndarray, list, Any]:
+        """``(candidates, levels, grouped)``: the (level, x, y) rows passing every stage, and, given
+        ``group = (min_neighbors, width, height)`` on a backend that groups on the device (one
+        device), ``grouped = (rects, neighbours)`` instead of the candidates (``None`` otherwise)."""
         b = backend()
         if b.name == "jax" and b.runs_on_host and devices is None:
             # JAX on the CPU: the frame is already in host memory, and XLA:CPU's gathers run the
@@ -394,13 +421,15 @@ class MCTDetector:
             # scan runs on NumPy, as the JAX backend's host callbacks do for single kernels. The
             # same integer scan: the same candidates.
             with backends.using("numpy"):
-                return self._scan(to_numpy(gray), sf, mins, maxs, step, split, devices)
+                return self._scan(to_numpy(gray), sf, mins, maxs, step, split, devices, group)
         height, width = gray.shape
         levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1 if devices is None else len(devices))
         groups = [(g, geo) for g, geo in enumerate(geos) if geo.offsets.size]
         scopes = [functools.partial(_device_scope, b, None if devices is None else devices[g]) for g, _ in groups]
         # Generators: nothing runs until their first next(), inside their device's scope below.
-        steps = [self._scan_group(b, gray, geo, split, several=devices is not None) for _, geo in groups]
+        group = group if devices is None and _groups_on_device(b) else None
+        steps = [self._scan_group(b, gray, geo, split, several=devices is not None, group=group)
+                 for _, geo in groups]
         # Lockstep over the device groups: each resumes to read its last count (a wait on its own
         # device only) and launch its next segment, so every device has work queued while the
         # host waits on one; run one after another, they would not overlap at all.
@@ -414,15 +443,19 @@ class MCTDetector:
                     except StopIteration as done:
                         hits[i] = done.value
                         live.remove(i)
+        if len(hits) == 1 and isinstance(hits[0], tuple):  # grouped on the device
+            return np.zeros((0, 3), np.int32), levels, hits[0]
         found = [np.stack([geo.level[idx], geo.x[idx], geo.y[idx]], axis=1)
                  for (_, geo), idx in zip(groups, hits) if idx.size]
         out = np.concatenate(found).astype(np.int32) if found else np.zeros((0, 3), np.int32)
-        return out, levels
+        return out, levels, None
 
-    def _scan_group(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, several: bool) -> Any:
+    def _scan_group(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, several: bool,
+                    group: tuple | None = None) -> Any:
         """A generator over the stage segments of ``geo``'s windows: each step launches one segment
         (asynchronously) and yields; it returns the indices of the windows passing every stage,
-        ascending (one count read per segment)."""
+        ascending (one count read per segment), or, given ``group``, their grouped boxes (one
+        copy of the boxes instead of the indices) when they fit the device grouping."""
         c = self.cascade
         if several and b.owns(gray) and not b.runs_on_host:
             # CuPy's copy lands on the current device (across devices too); a JAX array committed
@@ -450,12 +483,35 @@ class MCTDetector:
             # 8-per-octave ladder on static-shape ones (each capacity is one compilation).
             cap = next_capacity(count, int(plan.shape[0])) if b.static_shapes else count
             plan = plan[:cap]
+        if group is not None and count <= GROUP_CAPACITY:
+            grouped = self._group_on_device(b, geo, plan, count, group)
+            if grouped is not None:
+                return grouped
         return to_numpy(plan[:count]).astype(np.int64)
+
+    def _group_on_device(self, b: Any, geo: MCTGeometry, plan: Any, count: int, group: tuple) -> Any:
+        """``groupRectangles`` and the clip of the plan's first ``count`` windows by group_kernel
+        (the Haar detector's): ``(rects, neighbours)``, or None if it declined."""
+        min_neighbors, width, height = group
+        xp = b.xp
+        C = GROUP_CAPACITY
+        head = xp.full(2, count, dtype=xp.int32)  # candidates_kernel's layout: [count, n, idx...]
+        cand = xp.concat([head, xp.astype(plan[:count], xp.int32), xp.zeros(C - count, dtype=xp.int32)])
+        grouped = group_kernel(cand, *geo.group_arrays(b, C), window=self.cascade.window,
+                               min_neighbors=min_neighbors, eps=GROUP_EPS, width=width, height=height, capacity=C)
+        first = to_numpy(grouped[: 2 + 5 * GROUP_READ])
+        m = int(first[1])
+        if m < 0:
+            return None
+        return unpack_boxes(first if m <= GROUP_READ else to_numpy(grouped))
 
     def _detect_one(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, step: int, split: int | None,
                     devices: tuple | None) -> tuple[np.ndarray, np.ndarray]:
         height, width = gray.shape
-        found, levels = self._scan(gray, sf, mins, maxs, step, split, devices)
+        found, levels, grouped = self._scan(gray, sf, mins, maxs, step, split, devices,
+                                            group=(mn, width, height) if mn > 0 else None)
+        if grouped is not None:
+            return grouped
         if found.shape[0] == 0:
             return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
         factors = np.array([f for f, _ in levels], np.float32)

@@ -283,3 +283,63 @@ def test_bad_input():
         recognize.nearest(np.zeros((4, 5), np.uint16), G, k=4)
     with pytest.raises(ValueError, match="max_count"):
         recognize.chi_square(np.zeros((4, 5), np.uint16), G, max_count=40000)
+
+
+def _jax_on_device(monkeypatch):
+    """The JAX backend with ``runs_on_host`` off (its GPU formulation, wherever JAX runs) and no
+    host callback allowed; skips without JAX."""
+    pytest.importorskip("jax")
+    import portcv.backends.jax as jax_backend
+
+    try:
+        b = portcv.backends.get("jax")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setattr(jax_backend.JaxBackend, "runs_on_host", property(lambda self: False))
+
+    def no_host_call(*args, **kwargs):
+        raise AssertionError("a host callback ran with runs_on_host off")
+
+    monkeypatch.setattr(jax_backend, "host_call", no_host_call)
+    return b
+
+
+def test_jax_quotient_terms_are_exact_at_every_count(monkeypatch):
+    """JAX's term (one float64 division and a margin, compiled as in its program) equals the
+    Python-integer floor for every (S, M) up to 1023 and, for larger bounds, at both ends of
+    [0, n] and on a grid."""
+    from portcv.recognize._chi_square import quotient_terms
+
+    b = _jax_on_device(monkeypatch)
+    cases = [(1023, np.arange(1024))]
+    for n in (378, 4095, 32767):
+        cases.append((n, np.unique(np.r_[0:200, n - 200:n + 1, np.linspace(0, n, 300).astype(np.int64)])))
+    for n, v in cases:
+        F = frac_bits(n)
+        S, M = (a.astype(np.int64) for a in np.meshgrid(v, v, indexing="ij"))
+        want = ((S - M) ** 2 << F) // np.maximum(S + M, 1)
+        terms = b.jit(lambda s, m, F=F, n=n: quotient_terms(b.xp, s, m, frac_bits=F, max_count=n))
+        got = portcv.to_numpy(terms(b.asarray(S.astype(np.int32)), b.asarray(M.astype(np.int32))))
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+
+
+@given(hs=histogram_sets(max_rows=8), data=st.data())
+def test_jax_device_formulation_equals_numpy_on_the_cpu(hs, data):
+    """JAX on the CPU hands chi_square to the NumPy version (a host callback), so the
+    every-backend tests compare NumPy with NumPy there; with ``runs_on_host`` off it runs the
+    program a GPU runs: the float64 quotients, or the portable steps when a count is outside
+    [0, max_count] (some drawn here)."""
+    with pytest.MonkeyPatch.context() as mp:
+        _jax_on_device(mp)
+        Q, G, w, n = hs
+        if data.draw(st.booleans()) and Q.dtype != np.uint8:
+            G = G.copy()
+            value = data.draw(st.sampled_from([n + 1, 4 * n + 3]))
+            G.flat[data.draw(st.integers(0, G.size - 1))] = min(value, np.iinfo(G.dtype).max)
+        k = data.draw(st.integers(1, len(G)))
+        for fn, kwargs in ((recognize.chi_square, {}), (recognize.nearest, {"k": k})):
+            expected = on_backend("numpy", fn, Q, G, weights=w, max_count=n, **kwargs)
+            actual = on_backend("jax", fn, Q, G, weights=w, max_count=n, **kwargs)
+            for e, a in zip(expected, actual, strict=True):
+                assert_same_bits(e, a)

@@ -77,6 +77,9 @@ class Backend:
     #: Arrays live in the host's memory (NumPy, JAX on the CPU): reading a count back costs
     #: nothing, and every temporary competes with the rest of the process for RAM.
     runs_on_host: bool = False
+    #: NumPy is faster on this backend's arrays (JAX on the CPU: host memory, and XLA:CPU's
+    #: gathers are slower than NumPy's): whole host-bound scans (the MCT detector's) run there.
+    numpy_runs_faster: bool = False
 
     def __init__(self) -> None:
         if not self.family:

@@ -415,7 +415,7 @@ class MCTDetector:
         ``group = (min_neighbors, width, height)`` on a backend that groups on the device (one
         device), ``grouped = (rects, neighbours)`` instead of the candidates (``None`` otherwise)."""
         b = backend()
-        if b.name == "jax" and b.runs_on_host and devices is None:
+        if b.numpy_runs_faster and devices is None:
             # JAX on the CPU: the frame is already in host memory, and XLA:CPU's gathers run the
             # stage sums several times slower than NumPy's banded ones (docs/detect.md), so the
             # scan runs on NumPy, as the JAX backend's host callbacks do for single kernels. The

@@ -149,6 +149,83 @@ def _chi_square_numpy(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max
     return per_region @ np.asarray(W, np.int64)
 
 
+def quotient_terms(xp: Any, S: Any, M: Any, *, frac_bits: int, max_count: int) -> Any:
+    """int32 ``T(S, M)`` of counts in ``[0, max_count]`` by one float64 division and a margin.
+
+    ``x = (S - M)**2 2**F < 2**50`` and ``b = S + M < 2**(L+1)`` (``L = bitlen(max_count)``)
+    are exact; ``x / b <= max(S, M) 2**F < 2**30``, so a division correctly rounded or a few ulps
+    off (a reciprocal times ``x``, as a compiler may emit) is within ``2**-20`` of it. A
+    quotient that is not an integer lies at least ``1 / b > 2**-(L+1)`` below the next one, so
+    ``floor(x / b + 2**-(L+2))`` is ``floor`` of the true quotient for ``L <= 15``: the margin
+    (at least ``2**-17``) lifts an exact quotient computed an ulp low back to its integer and
+    cannot carry any other past the next (``2**-(L+2) + 2**-20 < 2**-(L+1)``).
+    """
+    margin = 2.0 ** -(int(max_count).bit_length() + 2)
+    S, M = xp.astype(S, xp.float64), xp.astype(M, xp.float64)
+    b, d = S + M, S - M
+    q = d * d * float(1 << frac_bits) / xp.where(b > 0, b, 1.0)
+    return xp.astype(xp.floor(q + margin), xp.int32)
+
+
+def _chi_square_quotients(xp: Any, Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_count: int) -> Any:
+    """chi_square_kernel's D by :func:`quotient_terms`, for counts in ``[0, max_count]``."""
+    regions = Q.shape[1]
+    step = -(-regions // parts)
+    total = None
+    for j0 in range(0, regions, step):
+        term = quotient_terms(xp, Q[:, None, j0:j0 + step, :], G[None, :, j0:j0 + step, :], frac_bits=frac_bits,
+                              max_count=max_count)
+        per_region = require_dtype(xp.sum(term, axis=-1, dtype=xp.int64), "int64", "portcv.recognize.chi_square")
+        part = xp.sum(per_region * W[j0:j0 + step], axis=-1, dtype=xp.int64)
+        total = part if total is None else total + part
+    return total
+
+
+@functools.lru_cache(maxsize=None)
+def _jax_program(name: str) -> Any:
+    """The JAX override's compiled program on backend ``name``: the quotient form where every
+    count is in ``[0, max_count]`` (checked in the program), else the portable int32 steps."""
+    from jax import lax
+
+    from .. import backends
+
+    b = backends.get(name)
+    xp = b.xp
+    portable = chi_square_kernel.portable
+
+    def program(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_count: int) -> Any:
+        params = dict(frac_bits=frac_bits, parts=parts, max_count=max_count)
+        fast = _chi_square_quotients(xp, Q, G, W, **params)
+        checks = []
+        for x in (Q, G):  # only what the dtype allows: uint8 counts need no check for n >= 255
+            info = np.iinfo(np.dtype(x.dtype))
+            if info.min < 0:
+                checks.append(xp.min(x) >= 0)
+            if info.max > max_count:
+                checks.append(xp.max(x) <= max_count)
+        if not checks:
+            return fast
+        ok = functools.reduce(lambda u, v: u & v, checks)
+        return lax.cond(ok, lambda: fast, lambda: portable(xp, Q, G, W, **params))
+
+    return b.jit(program, static_argnames=("frac_bits", "parts", "max_count"))
+
+
+@chi_square_kernel.override("jax", supports="every input (counts in [0, max_count]: a float64 quotient per term, exact "
+                                            "by a margin; others: the portable int32 steps; on the CPU: the NumPy "
+                                            "version through a host callback)")
+def _chi_square_jax(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_count: int) -> Any:
+    # XLA emulates int32 division in tens of instructions on a GPU, and the portable term takes
+    # two; one float64 division replaces both. On the CPU the NumPy version's table is faster.
+    b = backend()
+    params = dict(frac_bits=frac_bits, parts=parts, max_count=max_count)
+    if b.runs_on_host:
+        from ..backends.jax import host_call
+
+        return host_call(chi_square_kernel, Q, G, W, **params)
+    return _jax_program(b.name)(Q, G, W, **params)
+
+
 def _histograms(x: Any, name: str) -> Any:
     return _validate.matrix(x, name, dtypes=HISTOGRAM_DTYPES, hint="; lbp_histograms returns such counts", two_d=False)
 

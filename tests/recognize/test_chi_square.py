@@ -324,6 +324,27 @@ def test_jax_quotient_terms_are_exact_at_every_count(monkeypatch):
         np.testing.assert_array_equal(got, want)
 
 
+def test_the_quotient_margin_absorbs_a_division_some_ulps_off():
+    """Where a GPU's float64 division is not correctly rounded (a reciprocal times x), the
+    quotient may be a few ulps off; XLA:CPU divides exactly, so the compiled test above cannot
+    see that. Replayed here with quotients moved 4 ulps down and up: the margin gives the exact
+    floor, and without it some exact quotients computed low would floor one below."""
+    from portcv.recognize._chi_square import quotient_margin
+
+    for n in (255, 378, 1023, 4095, 32767):
+        F = frac_bits(n)
+        v = np.unique(np.r_[0:300, n - 300:n + 1, np.linspace(0, n, 300).astype(np.int64)])
+        S, M = (a.astype(np.int64) for a in np.meshgrid(v, v, indexing="ij"))
+        want = ((S - M) ** 2 << F) // np.maximum(S + M, 1)
+        q = ((S - M) ** 2 * float(1 << F)) / np.maximum(S + M, 1).astype(np.float64)
+        low, high = q.copy(), q.copy()
+        for _ in range(4):
+            low, high = np.nextafter(low, -np.inf), np.nextafter(high, np.inf)
+        for off in (low, high):
+            np.testing.assert_array_equal(np.floor(off + quotient_margin(n)).astype(np.int64), want)
+        assert np.any(np.floor(low).astype(np.int64) != want)  # the margin is needed
+
+
 @given(hs=histogram_sets(max_rows=8), data=st.data())
 def test_jax_device_formulation_equals_numpy_on_the_cpu(hs, data):
     """JAX on the CPU hands chi_square to the NumPy version (a host callback), so the
@@ -335,8 +356,8 @@ def test_jax_device_formulation_equals_numpy_on_the_cpu(hs, data):
         Q, G, w, n = hs
         if data.draw(st.booleans()) and Q.dtype != np.uint8:
             G = G.copy()
-            value = data.draw(st.sampled_from([n + 1, 4 * n + 3]))
-            G.flat[data.draw(st.integers(0, G.size - 1))] = min(value, np.iinfo(G.dtype).max)
+            value = data.draw(st.sampled_from([n + 1, 4 * n + 3] + ([-1, -n] if G.dtype == np.int32 else [])))
+            G.flat[data.draw(st.integers(0, G.size - 1))] = min(value, np.iinfo(G.dtype).max)  # negative: int32 only
         k = data.draw(st.integers(1, len(G)))
         for fn, kwargs in ((recognize.chi_square, {}), (recognize.nearest, {"k": k})):
             expected = on_backend("numpy", fn, Q, G, weights=w, max_count=n, **kwargs)

@@ -149,6 +149,11 @@ def _chi_square_numpy(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max
     return per_region @ np.asarray(W, np.int64)
 
 
+def quotient_margin(max_count: int) -> float:
+    """``2**-(L+2)``, ``L = bitlen(max_count)``: what :func:`quotient_terms` adds before ``floor``."""
+    return 2.0 ** -(int(max_count).bit_length() + 2)
+
+
 def quotient_terms(xp: Any, S: Any, M: Any, *, frac_bits: int, max_count: int) -> Any:
     """int32 ``T(S, M)`` of counts in ``[0, max_count]`` by one float64 division and a margin.
 
@@ -160,7 +165,7 @@ def quotient_terms(xp: Any, S: Any, M: Any, *, frac_bits: int, max_count: int) -
     (at least ``2**-17``) lifts an exact quotient computed an ulp low back to its integer and
     cannot carry any other past the next (``2**-(L+2) + 2**-20 < 2**-(L+1)``).
     """
-    margin = 2.0 ** -(int(max_count).bit_length() + 2)
+    margin = quotient_margin(max_count)
     S, M = xp.astype(S, xp.float64), xp.astype(M, xp.float64)
     b, d = S + M, S - M
     q = d * d * float(1 << frac_bits) / xp.where(b > 0, b, 1.0)

@@ -105,8 +105,8 @@ def _queries_per_warp(rows: int) -> int:
 def _bins_per_lane(bins: int) -> int:
     """Bins of a region a lane of the float64 kernel loads at once (CH): enough for a region of
     up to 256 bins in one step, a power of two so that few kernels are compiled."""
-    need = -(-bins // 32)
-    return 1 if need <= 1 else 2 if need <= 2 else 4 if need <= 4 else 8
+    need = max(1, -(-bins // 32))
+    return min(8, 1 << (need - 1).bit_length())
 
 
 @chi_square_kernel.override(

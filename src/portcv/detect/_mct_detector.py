@@ -468,35 +468,49 @@ class MCTDetector:
         segment = _compiled(b.name, "segment")
         n = int(offsets.shape[0])
         xp = b.xp
-        plan, count = xp.arange(n, dtype=xp.int32), n
+        # Eager device backends (CuPy): a segment reads the survivors' count on the device and
+        # ignores the plan's slots past it, so the host reads nothing between segments: with the
+        # grouping on the device, one wait per frame instead of one per segment.
+        defer = not b.static_shapes and not b.runs_on_host
+        plan, count, count_dev = xp.arange(n, dtype=xp.int32), n, xp.asarray(n, dtype=xp.int32)
         ranges = c.stage_ranges()
         bounds = self._bounds(b, split)
         for s0, s1 in zip(bounds[:-1], bounds[1:]):
             stages = tuple((j, ranges[j]) for j in range(s0, s1))
-            plan, count_dev = segment(codes, offsets, plan, xp.asarray(count, dtype=xp.int32), position_offsets, lut,
-                                      thresholds, stages=stages, cap=int(plan.shape[0]))
+            plan, count_dev = segment(codes, offsets, plan, count_dev, position_offsets, lut, thresholds,
+                                      stages=stages, cap=int(plan.shape[0]))
             yield
+            if defer:
+                continue
             count = int(to_numpy(count_dev))
             if count == 0:
                 return np.zeros(0, np.int64)
-            # Cut the plan to the survivors: exactly on eager backends, to a capacity of the
-            # 8-per-octave ladder on static-shape ones (each capacity is one compilation).
+            # Cut the plan to the survivors: exactly on NumPy, to a capacity of the 8-per-octave
+            # ladder on static-shape ones (each capacity is one compilation).
             cap = next_capacity(count, int(plan.shape[0])) if b.static_shapes else count
             plan = plan[:cap]
-        if group is not None and count <= GROUP_CAPACITY:
-            grouped = self._group_on_device(b, geo, plan, count, group)
+        if group is not None and (defer or count <= GROUP_CAPACITY):
+            # Deferred, the count is still on the device: group_kernel declines above its capacity.
+            grouped = self._group_on_device(b, geo, plan, count_dev if defer else count, group)
             if grouped is not None:
                 return grouped
+        if defer:
+            count = int(to_numpy(count_dev))
         return to_numpy(plan[:count]).astype(np.int64)
 
-    def _group_on_device(self, b: Any, geo: MCTGeometry, plan: Any, count: int, group: tuple) -> Any:
-        """``groupRectangles`` and the clip of the plan's first ``count`` windows by group_kernel
-        (the Haar detector's): ``(rects, neighbours)``, or None if it declined."""
+    def _group_on_device(self, b: Any, geo: MCTGeometry, plan: Any, count: Any, group: tuple) -> Any:
+        """``groupRectangles`` and the clip of the plan's first ``count`` windows (a host int or
+        the device's 0-d count) by group_kernel (the Haar detector's): ``(rects, neighbours)``, or
+        None if it declined (more than ``GROUP_CAPACITY`` windows)."""
         min_neighbors, width, height = group
         xp = b.xp
         C = GROUP_CAPACITY
-        head = xp.full(2, count, dtype=xp.int32)  # candidates_kernel's layout: [count, n, idx...]
-        cand = xp.concat([head, xp.astype(plan[:count], xp.int32), xp.zeros(C - count, dtype=xp.int32)])
+        c = xp.asarray(count, dtype=xp.int32)
+        # candidates_kernel's layout [count, n, idx...]; group_kernel reads idx below n only.
+        parts = [xp.stack([c, c]), plan[:C]]
+        if plan.shape[0] < C:
+            parts.append(xp.zeros(C - plan.shape[0], dtype=xp.int32))
+        cand = xp.concat(parts)
         grouped = group_kernel(cand, *geo.group_arrays(b, C), window=self.cascade.window,
                                min_neighbors=min_neighbors, eps=GROUP_EPS, width=width, height=height, capacity=C)
         first = to_numpy(grouped[: 2 + 5 * GROUP_READ])

@@ -100,6 +100,45 @@ def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: p
         _same_as_portable("mct_stage_sums", codes, offsets, pos_off, lut, begin=begin, end=end)
 
 
+@pytest.mark.usefixtures("two_row_bands")
+def test_mct_segment_drops_only_windows_that_cannot_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NumPy segment drops a window once its partial sum exceeds the threshold minus the
+    smallest sum the stage's other positions can add (here checked every 3 positions, bands of 7
+    slots on two threads): the portable flags for long and short stages, an empty stage,
+    thresholds at int32's ends, and thresholds that keep a few windows to the last position."""
+    import portcv.detect._mct_detector as mct_detector
+
+    monkeypatch.setattr(mct_detector, "STAGE_SUMS_BAND", 7)
+    monkeypatch.setattr(mct_detector, "SEGMENT_CHECK_EVERY", 3)
+    rng = np.random.default_rng(9)
+    codes = rng.integers(0, 511, 4000).astype(np.uint16)
+    offsets = rng.integers(0, 3000, 300).astype(np.int32)
+    plan = np.sort(rng.choice(300, 200, replace=False)).astype(np.int32)
+    pos_off = rng.integers(0, 999, 40).astype(np.int32)
+    lut = rng.integers(-400, 400, (40, 512)).astype(np.int16)
+    lut[::5, 7] = -32767  # a low entry few codes reach: a weak bound at those positions
+    sums = [lut[k][codes[offsets[plan] + pos_off[k]]].astype(np.int64) for k in range(40)]
+    near = int(np.sort(np.sum(sums[5:40], axis=0))[150])  # about a quarter of the windows pass
+    i32 = np.iinfo(np.int32)
+    for thresholds, stages, count in (
+        ([0, 100, near], ((0, (0, 5)), (1, (5, 5)), (2, (5, 40))), 180),
+        ([i32.max, i32.min, 0], ((0, (0, 40)), (1, (3, 4)), (2, (4, 9))), 200),
+        ([near, -1, 0], ((0, (5, 40)), (1, (9, 9))), 173),
+        ([0], ((0, (0, 40)),), 0),
+    ):
+        th = np.array(thresholds, np.int32)
+        expected = mct_detector.segment_alive_kernel.portable(
+            np, codes, offsets, plan, np.int32(count), pos_off, lut.reshape(-1), th, stages=stages)
+        actual = mct_detector.segment_alive_kernel.overrides["numpy"].fn(
+            codes, offsets, plan, np.int32(count), pos_off, lut.reshape(-1), th, stages=stages)
+        assert_same_bits(expected, actual)
+    # the first case keeps some windows and drops others
+    th = np.array([0, 100, near], np.int32)
+    flags = mct_detector.segment_alive_kernel.portable(np, codes, offsets, plan, np.int32(200), pos_off,
+                                                       lut.reshape(-1), th, stages=((2, (5, 40)),))
+    assert 0 < int(flags.sum()) < 200
+
+
 @pytest.mark.parametrize("variant", ["pseudocode", "listing"])
 def test_detector_in_small_row_bands_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch,
                                                                  variant: str) -> None:

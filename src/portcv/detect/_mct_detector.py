@@ -509,9 +509,10 @@ class MCTDetector:
         group = group if devices is None and _groups_on_device(b) else None
         steps = [self._scan_group(b, gray, geo, split, several=devices is not None, group=group)
                  for _, geo in groups]
-        # Lockstep over the device groups: each resumes to read its last count (a wait on its own
-        # device only) and launch its next segment, so every device has work queued while the
-        # host waits on one; run one after another, they would not overlap at all.
+        # Lockstep over the device groups: each resumes to read its last count where it reads one
+        # (a wait on its own device only; CuPy reads only at the end) and launch its next segment,
+        # so every device has work queued while the host waits on one; run one after another,
+        # they would not overlap at all.
         hits: list = [None] * len(steps)
         live = list(range(len(steps)))
         while live:
@@ -533,8 +534,9 @@ class MCTDetector:
                     group: tuple | None = None) -> Any:
         """A generator over the stage segments of ``geo``'s windows: each step launches one segment
         (asynchronously) and yields; it returns the indices of the windows passing every stage,
-        ascending (one count read per segment), or, given ``group``, their grouped boxes (one
-        copy of the boxes instead of the indices) when they fit the device grouping."""
+        ascending (one count read per segment, or on CuPy one at the end), or, given ``group``,
+        their grouped boxes (one copy of the boxes instead of the indices) when they fit the
+        device grouping."""
         c = self.cascade
         if several and b.owns(gray) and not b.runs_on_host:
             # CuPy's copy lands on the current device (across devices too); a JAX array committed

@@ -92,6 +92,21 @@ def test_table4_size_same_bits_on_every_backend(backend):
     matches_numpy(backend, transform.zoom, camera((256, 256)), 2, order=1)
 
 
+@pytest.mark.parametrize("factor", [7, 19 / 2])
+def test_extreme_int32_coefficients_same_bits_on_every_backend(backend, factor):
+    """int32 coefficients at both ends through exact (x7) and rounded (x19/2) weights."""
+    coef = np.array([[2**31 - 1, -(2**31), 5], [-(2**31), 2**31 - 1, -7], [0, 2**31 - 1, -(2**31)]], np.int32)
+    matches_numpy(backend, transform.zoom, coef, factor, prefilter=False)
+
+
+def test_more_rows_than_one_grid_dimension_same_bits_on_every_backend(backend):
+    """A batch of 70 gray frames of 1000 rows: 70,000 rows of samples (the CUDA kernels' rows
+    stride past 65,535 grid rows)."""
+    img = np.random.default_rng(8).integers(0, 256, (70, 1000, 8), dtype=np.uint8)
+    matches_numpy(backend, transform.spline_filter, img, channel_axis=None)
+    matches_numpy(backend, transform.zoom, img, (1, 2), order=1, channel_axis=None)
+
+
 @given(data=images(max_h=23, max_w=29), order=orders, factor=factors, block=st.sampled_from([1, 7, 64, 500]))
 def test_numpy_blocks_equal_the_portable_code(data, order, factor, block):
     """NumPy's overrides work by blocks of frames and bands of rows: the portable code's bits."""

@@ -71,6 +71,16 @@ def test_dcbf_same_bits_on_every_backend(backend, data, window, update, norm, ss
     assert out.shape == depth.shape and out.dtype == depth.dtype
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_table5_window_on_a_frame_same_bits_on_every_backend(backend, dtype):
+    """Table 5's 11 x 11 square with holes on a 200 x 300 RGB-guided frame (uint16: the int64 sums)."""
+    rng = np.random.default_rng(12)
+    depth = rng.integers(1, np.iinfo(dtype).max, (200, 300)).astype(dtype)
+    depth[rng.random(depth.shape) < 0.2] = 0
+    color = rng.integers(0, 256, (200, 300, 3), dtype=np.uint8)
+    matches_numpy(backend, dcbf, depth, color, 11, 3.0, 20.0, window="square", unknown=0)
+
+
 @given(data=depth_maps(max_h=8, max_w=9, batch=False), k=st.sampled_from([1, 3, 5, 7]), window=windows,
        update=updates, norm=norms, ss=sigmas, sc=sigmas, border=dcbf_borders)
 def test_dcbf_equals_the_pixel_loop(data, k, window, update, norm, ss, sc, border):

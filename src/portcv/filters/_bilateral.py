@@ -367,3 +367,6 @@ def joint_bilateral(
         raise ValueError(f"{what}: the window radius would be {radius}; at most {MAX_RADIUS} is supported")
     return run_bilateral(guide, values, spatial_window(radius, sigma_space, window), sigma_color,
                          guide_channels=gc, value_channels=vc, border=border, color_norm=color_norm)
+
+
+from . import _bilateral_cuda  # noqa: E402,F401  (registers the CuPy override)

@@ -1,0 +1,59 @@
+"""CuPy override of the joint bilateral kernel (``joint_bilateral``: ``filters.joint_bilateral``
+and ``depth.dcbf``), running ``_bilateral_cuda.cu``. ``_bilateral.py`` holds the portable version
+(the reference) and imports this module at its end, which registers the override.
+
+The portable version is a handful of whole-image CuPy calls per window offset (121 offsets for
+Table 5's 11 x 11 window), host-bound on a GPU; here one thread per output pixel walks the
+window with the same integer arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._bilateral import bilateral_kernel
+
+#: Threads per block (along a row; blockIdx.y walks the rows of every frame).
+BLOCK = 128
+#: common.cuh's Border codes.
+_BORDER_CODES = {"reflect101": 0, "replicate": 1, "constant": 2}
+_VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short"}
+
+
+@bilateral_kernel.override("cupy", supports="uint8 guides and uint8/uint16 values of up to 4 channels each "
+                                            "(with holes: one value channel)")
+def _bilateral_cupy(guide: Any, values: Any, table: Any, spatial: Any, *, offsets: tuple, radius: int,
+                    guide_channels: bool, value_channels: bool, border: str, color_norm: str, hole: int | None,
+                    keep_known: bool, wide: bool) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function, device_constant
+
+    value_type = _VALUE_TYPES.get(np.dtype(values.dtype))
+    gy, vy = (-3 if guide_channels else -2), (-3 if value_channels else -2)
+    cg = guide.shape[-1] if guide_channels else 1
+    cv = values.shape[-1] if value_channels else 1
+    if (guide.dtype != cupy.uint8 or value_type is None or not 1 <= cg <= 4 or not 1 <= cv <= 4 or not offsets
+            or (hole is not None and (value_channels or not 0 <= hole <= np.iinfo(values.dtype).max))
+            or guide.shape[:gy] != values.shape[:vy] or border not in _BORDER_CODES
+            or (guide.shape[gy], guide.shape[gy + 1]) != (values.shape[vy], values.shape[vy + 1])):
+        return NotImplemented
+    height, width = guide.shape[gy], guide.shape[gy + 1]
+    frames = math.prod(guide.shape[:gy])
+    g, v = cupy.ascontiguousarray(guide), cupy.ascontiguousarray(values)
+    out = cupy.empty(v.shape, dtype=v.dtype)
+    if out.size == 0:
+        return out
+    flag = lambda b: "true" if b else "false"  # noqa: E731
+    fn = cuda_function(__name__, f"portcv_joint_bilateral<{value_type},{cg},{cv},{flag(color_norm == 'l2')},"
+                                 f"{flag(wide)},{flag(hole is not None)},{flag(hole is not None and keep_known)}>")
+    pairs = device_constant(tuple(c for dy_dx in offsets for c in dy_dx), "int32")  # int2 (dy, dx) per offset
+    fn((-(-width // BLOCK), min(frames * height, 65535)), (BLOCK,), (
+        g, v, cupy.ascontiguousarray(cupy.asarray(table, dtype=cupy.int32)),
+        cupy.ascontiguousarray(cupy.asarray(spatial, dtype=cupy.int32)), pairs, np.int32(len(offsets)),
+        np.int32(frames), np.int32(height), np.int32(width), np.int32(_BORDER_CODES[border]),
+        np.int32(0 if hole is None else hole), out))
+    return out

@@ -60,6 +60,19 @@ def matches_numpy(backend: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
     return expected
 
 
+@contextlib.contextmanager
+def runs_its_overrides(*kernel_names: str) -> Iterator[None]:
+    """Fail if, inside the block, a backend's override of one of ``kernel_names`` declines (and
+    the portable version runs instead): a same-bits test then proves the override itself."""
+    from portcv import _kernel
+
+    before = _kernel.fallback_counts()
+    yield
+    declined = {key: n - before.get(key, 0) for key, n in _kernel.fallback_counts().items()
+                if key[0] in kernel_names and n > before.get(key, 0)}
+    assert not declined, f"overrides declined (the portable version ran): {declined}"
+
+
 @st.composite
 def images(
     draw: st.DrawFn,

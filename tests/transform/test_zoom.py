@@ -12,7 +12,7 @@ import portcv
 from portcv import transform
 from portcv.transform._zoom import MAX_WEIGHT_SUM, ROUNDED_WEIGHT_SUM, prefilter_taps, spline_axis
 
-from ..helpers import assert_same_bits, images, jax_without_x64, matches_numpy, on_backend
+from ..helpers import assert_same_bits, images, jax_without_x64, matches_numpy, on_backend, runs_its_overrides
 from . import oracle_zoom as oracle
 
 ndimage = pytest.importorskip("scipy.ndimage")
@@ -71,7 +71,8 @@ def test_zoom_same_bits_on_every_backend(backend, data, order, prefilter):
     if not prefilter:
         with portcv.using("numpy"):
             img = portcv.to_numpy(transform.spline_filter(img, order=order, channel_axis=axis))
-    matches_numpy(backend, transform.zoom, img, factor, order=order, prefilter=prefilter, channel_axis=axis)
+    with runs_its_overrides("spline_prefilter", "spline_zoom"):
+        matches_numpy(backend, transform.zoom, img, factor, order=order, prefilter=prefilter, channel_axis=axis)
 
 
 @given(data=st.data(), order=orders)
@@ -81,7 +82,8 @@ def test_spline_filter_same_bits_on_every_backend(backend, data, order):
         img = np.random.default_rng(data.draw(st.integers(0, 99))).integers(0, 256, shape, dtype=np.uint8)
     else:
         img, axis = data.draw(images(max_h=40, max_w=45))
-    out = matches_numpy(backend, transform.spline_filter, img, order=order, channel_axis=axis)
+    with runs_its_overrides("spline_prefilter"):
+        out = matches_numpy(backend, transform.spline_filter, img, order=order, channel_axis=axis)
     assert out.dtype == np.int32 and out.shape == img.shape
 
 
@@ -96,15 +98,17 @@ def test_table4_size_same_bits_on_every_backend(backend):
 def test_extreme_int32_coefficients_same_bits_on_every_backend(backend, factor):
     """int32 coefficients at both ends through exact (x7) and rounded (x19/2) weights."""
     coef = np.array([[2**31 - 1, -(2**31), 5], [-(2**31), 2**31 - 1, -7], [0, 2**31 - 1, -(2**31)]], np.int32)
-    matches_numpy(backend, transform.zoom, coef, factor, prefilter=False)
+    with runs_its_overrides("spline_zoom"):
+        matches_numpy(backend, transform.zoom, coef, factor, prefilter=False)
 
 
 def test_more_rows_than_one_grid_dimension_same_bits_on_every_backend(backend):
     """A batch of 70 gray frames of 1000 rows: 70,000 rows of samples (the CUDA kernels' rows
     stride past 65,535 grid rows)."""
     img = np.random.default_rng(8).integers(0, 256, (70, 1000, 8), dtype=np.uint8)
-    matches_numpy(backend, transform.spline_filter, img, channel_axis=None)
-    matches_numpy(backend, transform.zoom, img, (1, 2), order=1, channel_axis=None)
+    with runs_its_overrides("spline_prefilter", "spline_zoom"):
+        matches_numpy(backend, transform.spline_filter, img, channel_axis=None)
+        matches_numpy(backend, transform.zoom, img, (1, 2), order=1, channel_axis=None)
 
 
 @given(data=images(max_h=23, max_w=29), order=orders, factor=factors, block=st.sampled_from([1, 7, 64, 500]))

@@ -24,8 +24,9 @@ __global__ void portcv_joint_bilateral(const unsigned char* __restrict__ guide, 
                                        const int2* __restrict__ offsets, int taps, int frames, int H, int W,
                                        int border, int fill, V* __restrict__ out) {
     using Acc = typename Accumulator<WIDE>::type;
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    if (x >= W) return;
+    const long long x64 = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // past 2^31 in the last block
+    if (x64 >= W) return;
+    const int x = (int)x64;
     for (int r = blockIdx.y; r < frames * H; r += gridDim.y) {
         const int f = r / H, y = r - f * H;
         const unsigned char* gf = guide + (long long)f * H * W * CG;

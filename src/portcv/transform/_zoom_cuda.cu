@@ -45,8 +45,9 @@ __global__ void portcv_spline_prefilter_pass(const T* __restrict__ in, const lon
                                              int outer, int len, int inner, long long round, int shift,
                                              int* __restrict__ out) {
     const int slab = len * inner;
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= slab) return;
+    const long long s64 = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // past 2^31 in the last block
+    if (s64 >= slab) return;
+    const int s = (int)s64;
     const int i = s / inner, c = s - i * inner;
     for (int o = blockIdx.y; o < outer; o += gridDim.y) {
         const T* src = in + (long long)o * slab + c;
@@ -69,8 +70,9 @@ __global__ void portcv_spline_zoom(const T* __restrict__ in, int planes, int H, 
                                    int div_s1, int div_s2, long long half_div, unsigned char* __restrict__ out) {
     const Divisor sx{sx_d, sx_m, sx_s1, sx_s2}, div{div_d, div_m, div_s1, div_s2};
     const int row_samples = dw * C;
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= row_samples) return;
+    const long long s64 = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s64 >= row_samples) return;
+    const int s = (int)s64;
     const int ox = s / C, c = s - ox * C;
     const int* cx = xi + ox * TAPS;
     const int* wx = xw + ox * TAPS;

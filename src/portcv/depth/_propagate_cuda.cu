@@ -13,3 +13,52 @@ __global__ void portcv_zbuffer_min(const long long* __restrict__ dest, const lon
         if (d >= 0 && d < slots) atomicMin(out + d, (unsigned long long)key[i]);
     }
 }
+
+// The projections, one thread per source pixel i = v W + u (src/portcv/depth/_propagate.py:
+// project_kernel, disparity_project_kernel), the portable version's int64 steps: the host bounds
+// |a|, |b|, |c| below 2^61, so no product or sum overflows; `//` is a floor division (by 2c > 0)
+// and `>>` an arithmetic shift, as NumPy's.
+__device__ __forceinline__ long long floor_div_positive(long long a, long long d) {
+    long long q = a / d;
+    if (a % d < 0) --q;
+    return q;
+}
+
+template <typename D>
+__global__ void portcv_depth_project(const D* __restrict__ depth, const long long* __restrict__ m, int height,
+                                     int width, int dh, int dw, long long unknown, long long max_depth, int bits,
+                                     long long* __restrict__ dest, long long* __restrict__ key) {
+    const long long n = (long long)height * width;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const long long z = (long long)depth[i];
+        const long long u = i % width, v = i / width;
+        const long long uz = u * z, vz = v * z;
+        const long long a = uz * m[0] + vz * m[1] + z * m[2] + m[3];
+        const long long b = uz * m[4] + vz * m[5] + z * m[6] + m[7];
+        const long long c = uz * m[8] + vz * m[9] + z * m[10] + m[11];
+        const bool in_front = c > 0;
+        const long long two_c = in_front ? 2 * c : 1;
+        const long long tu = floor_div_positive(2 * a + c, two_c);
+        const long long tv = floor_div_positive(2 * b + c, two_c);
+        const long long tz = (c + (1LL << (bits - 1))) >> bits;
+        const bool valid = z != unknown && in_front && tu >= 0 && tu < dw && tv >= 0 && tv < dh && tz >= 1 &&
+                           tz <= max_depth && tz != unknown;
+        dest[i] = valid ? tv * dw + tu : (long long)dh * dw;
+        key[i] = (long long)(((unsigned long long)(valid ? tz : 0) << 32) | (unsigned long long)i);
+    }
+}
+
+template <typename D>
+__global__ void portcv_disparity_project(const D* __restrict__ disparity, int height, int width, int direction,
+                                         int frac_bits, long long unknown, long long max_value,
+                                         long long* __restrict__ dest, long long* __restrict__ key) {
+    const long long n = (long long)height * width;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const long long d = (long long)disparity[i];
+        const long long u = i % width, v = i / width;
+        const long long tu = ((u << frac_bits) + direction * d + ((1LL << frac_bits) >> 1)) >> frac_bits;
+        const bool valid = d != unknown && tu >= 0 && tu < width;
+        dest[i] = valid ? v * width + tu : n;
+        key[i] = (long long)(((unsigned long long)(max_value - d) << 32) | (unsigned long long)i);
+    }
+}

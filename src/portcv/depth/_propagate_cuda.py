@@ -1,6 +1,8 @@
-"""CuPy override of the propagation's z-buffer (``zbuffer_min``), running ``_propagate_cuda.cu``:
-one atomicMin per source pixel instead of the portable version's two stable sorts.
-``_propagate.py`` holds the portable version and imports this module at its end."""
+"""CuPy overrides of the propagation's kernels, running ``_propagate_cuda.cu``: the projections
+(``depth_project``, ``disparity_project``: one thread per source pixel instead of a few dozen
+whole-image CuPy calls) and the z-buffer (``zbuffer_min``: one atomicMin per source pixel instead
+of two stable sorts). ``_propagate.py`` holds the portable versions and imports this module at
+its end."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ._propagate import EMPTY, zbuffer_kernel
+from ._propagate import EMPTY, PROJECTION_BITS, disparity_project_kernel, project_kernel, zbuffer_kernel
+
+_DEPTH_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short"}
 
 
 @zbuffer_kernel.override("cupy", supports="int64 slots and keys (one atomicMin per source)")
@@ -26,3 +30,45 @@ def _zbuffer_cupy(dest: Any, key: Any, *, slots: int) -> Any:
         cuda_function(__name__, "portcv_zbuffer_min")(grid, block, (
             cupy.ascontiguousarray(dest), cupy.ascontiguousarray(key), np.int64(n), np.int64(slots), out))
     return out
+
+
+@project_kernel.override("cupy", supports="uint8/uint16 depth maps")
+def _project_cupy(depth: Any, matrix: Any, *, dst_shape: tuple[int, int], unknown: int, max_depth: int) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function, launch_1d
+
+    name = _DEPTH_TYPES.get(np.dtype(depth.dtype))
+    if name is None or depth.ndim != 2:
+        return NotImplemented
+    height, width = depth.shape
+    dh, dw = dst_shape
+    n = height * width
+    dest, key = cupy.empty(n, dtype=cupy.int64), cupy.empty(n, dtype=cupy.int64)
+    if n:
+        grid, block = launch_1d(n)
+        cuda_function(__name__, f"portcv_depth_project<{name}>")(grid, block, (
+            cupy.ascontiguousarray(depth), cupy.ascontiguousarray(cupy.asarray(matrix, dtype=cupy.int64)),
+            np.int32(height), np.int32(width), np.int32(dh), np.int32(dw), np.int64(unknown), np.int64(max_depth),
+            np.int32(PROJECTION_BITS), dest, key))
+    return dest, key
+
+
+@disparity_project_kernel.override("cupy", supports="uint8/uint16 disparity maps")
+def _disparity_project_cupy(disparity: Any, *, direction: int, frac_bits: int, unknown: int, max_value: int) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function, launch_1d
+
+    name = _DEPTH_TYPES.get(np.dtype(disparity.dtype))
+    if name is None or disparity.ndim != 2:
+        return NotImplemented
+    height, width = disparity.shape
+    n = height * width
+    dest, key = cupy.empty(n, dtype=cupy.int64), cupy.empty(n, dtype=cupy.int64)
+    if n:
+        grid, block = launch_1d(n)
+        cuda_function(__name__, f"portcv_disparity_project<{name}>")(grid, block, (
+            cupy.ascontiguousarray(disparity), np.int32(height), np.int32(width), np.int32(direction),
+            np.int32(frac_bits), np.int64(unknown), np.int64(max_value), dest, key))
+    return dest, key

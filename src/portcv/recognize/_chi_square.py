@@ -69,19 +69,28 @@ def chi_square_kernel(xp: Any, Q: Any, G: Any, W: Any, *, frac_bits: int, parts:
     (c, regions, bins), weights ``W`` (regions,) int64; the regions in ``parts`` groups whose
     int64 partial sums are added (the thesis's p-way split: any grouping, the same D).
     ``max_count`` (the counts' bound n behind ``frac_bits``) is for the overrides' tables."""
-    regions = Q.shape[1]
-    step = -(-regions // parts)
-    total = None
-    for j0 in range(0, regions, step):
-        S = xp.astype(Q[:, None, j0:j0 + step, :], xp.int32)
-        M = xp.astype(G[None, :, j0:j0 + step, :], xp.int32)
+    def terms(Qp: Any, Gp: Any) -> Any:
+        S, M = xp.astype(Qp, xp.int32), xp.astype(Gp, xp.int32)
         b = S + M
         diff = S - M
         a = diff * diff  # < 2**30
         safe = xp.where(b == 0, 1, b)  # a = 0 there, so T = 0
         q = a // safe
         r = a - q * safe
-        term = q * (1 << frac_bits) + (r * (1 << frac_bits)) // safe  # int32: < 2**31 (module docstring)
+        return q * (1 << frac_bits) + (r * (1 << frac_bits)) // safe  # int32: < 2**31 (module docstring)
+
+    return _weighted_parts(xp, Q, G, W, parts, terms)
+
+
+def _weighted_parts(xp: Any, Q: Any, G: Any, W: Any, parts: int, terms: Any) -> Any:
+    """``D = sum_j W[j] sum_bins terms(Q[:, j], G[:, j])`` over every query/gallery pair, the
+    regions in ``parts`` groups whose int64 partial sums are added; ``terms`` maps the
+    ``(r, 1, k, bins)`` and ``(1, c, k, bins)`` counts of ``k`` regions to int32 terms."""
+    regions = Q.shape[1]
+    step = -(-regions // parts)
+    total = None
+    for j0 in range(0, regions, step):
+        term = terms(Q[:, None, j0:j0 + step, :], G[None, :, j0:j0 + step, :])
         per_region = require_dtype(xp.sum(term, axis=-1, dtype=xp.int64), "int64", "portcv.recognize.chi_square")
         part = xp.sum(per_region * W[j0:j0 + step], axis=-1, dtype=xp.int64)
         total = part if total is None else total + part
@@ -174,16 +183,8 @@ def quotient_terms(xp: Any, S: Any, M: Any, *, frac_bits: int, max_count: int) -
 
 def _chi_square_quotients(xp: Any, Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_count: int) -> Any:
     """chi_square_kernel's D by :func:`quotient_terms`, for counts in ``[0, max_count]``."""
-    regions = Q.shape[1]
-    step = -(-regions // parts)
-    total = None
-    for j0 in range(0, regions, step):
-        term = quotient_terms(xp, Q[:, None, j0:j0 + step, :], G[None, :, j0:j0 + step, :], frac_bits=frac_bits,
-                              max_count=max_count)
-        per_region = require_dtype(xp.sum(term, axis=-1, dtype=xp.int64), "int64", "portcv.recognize.chi_square")
-        part = xp.sum(per_region * W[j0:j0 + step], axis=-1, dtype=xp.int64)
-        total = part if total is None else total + part
-    return total
+    return _weighted_parts(xp, Q, G, W, parts,
+                           lambda S, M: quotient_terms(xp, S, M, frac_bits=frac_bits, max_count=max_count))
 
 
 @functools.lru_cache(maxsize=None)

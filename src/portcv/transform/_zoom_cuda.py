@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ._integral import _plane_shape
 from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilter_kernel, spline_zoom_kernel
 
 #: Threads per block of both kernels.
@@ -32,13 +33,10 @@ def divisor_args(d: int) -> tuple:
     return np.uint64(d), np.uint64(m), np.int32(min(ell, 1)), np.int32(max(ell - 1, 0))
 
 
-def _plane(shape: tuple[int, ...], has_channels: bool) -> tuple[int, int, int, int]:
+def _plane(x: Any, has_channels: bool) -> tuple[int, int, int, int]:
     """``(planes, H, W, C)`` of ``(..., H, W[, C])``."""
-    if has_channels:
-        lead, (h, w, c) = shape[:-3], shape[-3:]
-    else:
-        lead, (h, w), c = shape[:-2], shape[-2:], 1
-    return math.prod(lead), h, w, c
+    h, w, c = _plane_shape(x, has_channels)
+    return math.prod(x.shape[:-3] if has_channels else x.shape[:-2]), h, w, c
 
 
 def _grid(samples: int, rows: int) -> tuple[int, int]:
@@ -66,7 +64,7 @@ def _spline_prefilter_cupy(img: Any, *, has_channels: bool) -> Any:
     if img.dtype != cupy.uint8:
         return NotImplemented
     x = cupy.ascontiguousarray(img)
-    planes, h, w, c = _plane(x.shape, has_channels)
+    planes, h, w, c = _plane(x, has_channels)
     out = cupy.empty(x.shape, dtype=cupy.int32)
     if out.size == 0:
         return out
@@ -93,7 +91,7 @@ def _spline_zoom_cupy(coef: Any, *, order: int, size: tuple[int, int], has_chann
     if not (pixels or (coef.dtype == cupy.int32 and frac_bits == COEFFICIENT_BITS)):
         return NotImplemented
     x = cupy.ascontiguousarray(coef)
-    planes, h, w, c = _plane(x.shape, has_channels)
+    planes, h, w, c = _plane(x, has_channels)
     dh, dw = size
     lead = x.shape[:-3] if has_channels else x.shape[:-2]
     out = cupy.empty(lead + ((dh, dw, c) if has_channels else (dh, dw)), dtype=cupy.uint8)

@@ -57,6 +57,15 @@ def stage_sums_kernel(xp: Any, codes: Any, offsets: Any, position_offsets: Any, 
 STAGE_SUMS_BAND = 1 << 15
 
 
+def _add_position(codes: np.ndarray, position_offset: int, row: np.ndarray, where: np.ndarray, code: np.ndarray,
+                  term: np.ndarray, out: np.ndarray, mode: str = "raise") -> None:
+    """``out += row[codes[position_offset + where]]`` through the buffers ``code`` and ``term``:
+    one cascade position's int16 terms for a band of windows (the NumPy overrides' inner step)."""
+    np.take(codes[position_offset:], where, out=code, mode=mode)
+    np.take(row, code, out=term, mode=mode)
+    np.add(out, term, out=out)
+
+
 @stage_sums_kernel.override("numpy")
 def _stage_sums_numpy(codes: Any, offsets: Any, position_offsets: Any, lut: Any, *, begin: int, end: int) -> Any:
     # Bands of windows spread over the host threads (NumPy's take and add release the GIL); in a
@@ -82,9 +91,7 @@ def _stage_sums_numpy(codes: Any, offsets: Any, position_offsets: Any, lut: Any,
         code = scratch("mct_code", (m,), np.uint16)
         term = scratch("mct_term", (m,), np.int16)
         for k in range(begin, end):
-            np.take(codes[int(position_offsets[k]):], where, out=code)
-            np.take(rows[k], code, out=term)
-            np.add(out, term, out=out)
+            _add_position(codes, int(position_offsets[k]), rows[k], where, code, term, out)
 
     run_bands(band, [(a, min(n, a + STAGE_SUMS_BAND)) for a in range(0, n, STAGE_SUMS_BAND)])
     return total
@@ -161,9 +168,8 @@ def _segment_alive_numpy(codes: Any, offsets: Any, plan: Any, count: Any, positi
             for k in range(s0, s1):
                 i = k - s0
                 # mode="clip": no bounds check (codes and offsets come from one geometry, codes < 512)
-                np.take(codes[int(position_offsets[k]):], where[cur, :m], out=code[:m], mode="clip")
-                np.take(rows[k], code[:m], out=term[:m], mode="clip")
-                np.add(p, term[:m], out=p)
+                _add_position(codes, int(position_offsets[k]), rows[k], where[cur, :m], code[:m], term[:m], p,
+                              mode="clip")
                 if k + 1 == s1 or (i + 1) % SEGMENT_CHECK_EVERY == 0:
                     keep = p <= limit[i]
                     kept = int(np.count_nonzero(keep))

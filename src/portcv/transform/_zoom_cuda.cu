@@ -1,18 +1,19 @@
 // Cubic B-spline zoom on CUDA: the prefilter's two symmetric integer FIR passes and the
-// table-driven separable interpolation, one thread per output sample. Compiled by
+// table-driven separable interpolation (an x pass and a y pass), one thread per output sample. Compiled by
 // portcv.backends.cupy (--std=c++17 --fmad=false); launched by src/portcv/transform/_zoom_cuda.py;
 // the portable version (src/portcv/transform/_zoom.py: _prefilter, _interpolate) is the reference
 // and every step below is its integer arithmetic:
 //   prefilter pass: acc = h0 v[i] + sum_k h_k (v[i-k] + v[i+k]) in int64 (reflect101 indices),
 //                   out = (acc + round) >> shift (arithmetic shift: floor, as NumPy's >>);
 //   interpolation:  row = sum_kx wx v[r][xi] (int64); with rounded weights (not EXACT) row is
-//                   floor((row 2^shift + Sx/2) / Sx); acc = sum_ky wy row; out =
+//                   floor((row 2^shift + Sx/2) / Sx); acc = sum_ky wy row[yi]; out =
 //                   clip(floor((acc + D/2) / D), 0, 255).
 // Every sum is exact in int64 (the bounds are in _zoom.py: below 2^61 + 2^45), so the order of
 // the terms does not matter and the bits equal NumPy's.
 // Layout: a prefilter pass sees the array as (outer, len, inner) and filters along len; the
-// interpolation sees (planes, H, W, C) in and (planes, dh, dw, C) out (C = 1 without channels).
-// The weights are int32 (each at most 2^30), so a tap is one 32 x 32 -> 64-bit multiply-add.
+// interpolation sees (planes, H, W, C) in, (planes, H, dw, C) between and (planes, dh, dw, C)
+// out (C = 1 without channels). The weights are int32 (each at most 2^30), so an x tap is one
+// 32 x 32 -> 64-bit multiply-add.
 // Grids: blockIdx.y (striding) walks the outer slabs / output rows, x the samples within one, so
 // the index arithmetic is 32-bit.
 
@@ -61,34 +62,55 @@ __global__ void portcv_spline_prefilter_pass(const T* __restrict__ in, const lon
     }
 }
 
+// The interpolation in two passes through an int64 buffer (planes, H, dw, C): the x pass computes
+// each input row's horizontal sum once per output column (rounded back to Q16 when not EXACT,
+// as the portable version's first pass), the y pass combines TAPS of those rows per output
+// sample. One pass doing both recomputed each row sum for every output row that reads it (TAPS^2
+// multiply-adds and loads per sample instead of TAPS + TAPS H / dh); the sums are the same exact
+// int64 values either way.
 template <typename T, int TAPS, bool EXACT>
-__global__ void portcv_spline_zoom(const T* __restrict__ in, int planes, int H, int W, int C, int dh, int dw,
-                                   const int* __restrict__ xi, const int* __restrict__ xw,
-                                   const int* __restrict__ yi, const int* __restrict__ yw,
-                                   unsigned long long sx_d, unsigned long long sx_m, int sx_s1, int sx_s2,
-                                   long long half_sx, int shift, unsigned long long div_d, unsigned long long div_m,
-                                   int div_s1, int div_s2, long long half_div, unsigned char* __restrict__ out) {
-    const Divisor sx{sx_d, sx_m, sx_s1, sx_s2}, div{div_d, div_m, div_s1, div_s2};
+__global__ void portcv_spline_zoom_rows(const T* __restrict__ in, int rows, int W, int C, int dw,
+                                        const int* __restrict__ xi, const int* __restrict__ xw,
+                                        unsigned long long sx_d, unsigned long long sx_m, int sx_s1, int sx_s2,
+                                        long long half_sx, int shift, long long* __restrict__ tmp) {
+    const Divisor sx{sx_d, sx_m, sx_s1, sx_s2};
     const int row_samples = dw * C;
-    const long long s64 = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long s64 = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // past 2^31 in the last block
     if (s64 >= row_samples) return;
     const int s = (int)s64;
     const int ox = s / C, c = s - ox * C;
-    const int* cx = xi + ox * TAPS;
-    const int* wx = xw + ox * TAPS;
+    int cx[TAPS], wx[TAPS];
+#pragma unroll
+    for (int k = 0; k < TAPS; ++k) {
+        cx[k] = xi[ox * TAPS + k] * C + c;
+        wx[k] = xw[ox * TAPS + k];
+    }
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+        const T* src = in + (long long)r * W * C;
+        long long row = 0;
+#pragma unroll
+        for (int k = 0; k < TAPS; ++k) row += (long long)wx[k] * (long long)src[cx[k]];  // 32 x 32 -> 64
+        if constexpr (!EXACT) row = floor_div(row * (1LL << shift) + half_sx, sx);
+        tmp[(long long)r * row_samples + s] = row;
+    }
+}
+
+template <int TAPS>
+__global__ void portcv_spline_zoom_columns(const long long* __restrict__ tmp, int planes, int H, int dh,
+                                           int row_samples, const int* __restrict__ yi,
+                                           const int* __restrict__ yw, unsigned long long div_d,
+                                           unsigned long long div_m, int div_s1, int div_s2, long long half_div,
+                                           unsigned char* __restrict__ out) {
+    const Divisor div{div_d, div_m, div_s1, div_s2};
+    const long long s64 = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s64 >= row_samples) return;
+    const int s = (int)s64;
     for (int r = blockIdx.y; r < planes * dh; r += gridDim.y) {
         const int b = r / dh, oy = r - b * dh;
-        const T* plane = in + (long long)b * H * W * C + c;
+        const long long* plane = tmp + (long long)b * H * row_samples + s;
         long long acc = 0;
 #pragma unroll
-        for (int ky = 0; ky < TAPS; ++ky) {
-            const T* src = plane + (long long)yi[oy * TAPS + ky] * W * C;
-            long long row = 0;
-#pragma unroll
-            for (int kx = 0; kx < TAPS; ++kx) row += (long long)wx[kx] * (long long)src[cx[kx] * C];  // 32 x 32 -> 64
-            if constexpr (!EXACT) row = floor_div(row * (1LL << shift) + half_sx, sx);
-            acc += (long long)yw[oy * TAPS + ky] * row;
-        }
+        for (int k = 0; k < TAPS; ++k) acc += (long long)yw[oy * TAPS + k] * plane[(long long)yi[oy * TAPS + k] * row_samples];
         acc = floor_div(acc + half_div, div);
         out[(long long)r * row_samples + s] = (unsigned char)(acc < 0 ? 0 : acc > 255 ? 255 : acc);
     }

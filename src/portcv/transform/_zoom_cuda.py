@@ -5,7 +5,8 @@ module at its end, which registers the overrides.
 The portable code on CuPy is dozens of small CuPy calls per frame (a slice, a product and a sum
 per tap and pass), so its time is the host's: about 1.3 ms for the prefilter and 1.7 ms for the
 interpolation of one QCIF frame x7. Here each prefilter pass is one launch and the interpolation
-one more, one thread per output sample, with the portable version's integer arithmetic.
+two more (an x pass into an int64 buffer, then the y pass, so each input row's horizontal sum is
+computed once), one thread per output sample, with the portable version's integer arithmetic.
 """
 
 from __future__ import annotations
@@ -107,10 +108,14 @@ def _spline_zoom_cupy(coef: Any, *, order: int, size: tuple[int, int], has_chann
     xi, xw = _axis_on_device(order, w, dw, device)
     yi, yw = _axis_on_device(order, h, dh, device)
     taps = tx.index.shape[1]
-    fn = cuda_function(__name__, f"portcv_spline_zoom<{'unsigned char' if pixels else 'int'},{taps},"
-                                 f"{'true' if exact else 'false'}>")
-    fn(_grid(dw * c, planes * dh), (BLOCK,),
-       (x, np.int32(planes), np.int32(h), np.int32(w), np.int32(c), np.int32(dh), np.int32(dw), xi, xw, yi, yw,
-        *divisor_args(tx.total), np.int64(tx.total // 2), np.int32(shift),
-        *divisor_args(divisor), np.int64(divisor // 2), out))
+    rows = cupy.empty((planes * h, dw * c), dtype=cupy.int64)  # the x pass' exact sums
+    cuda_function(__name__, f"portcv_spline_zoom_rows<{'unsigned char' if pixels else 'int'},{taps},"
+                            f"{'true' if exact else 'false'}>")(
+        _grid(dw * c, planes * h), (BLOCK,),
+        (x, np.int32(planes * h), np.int32(w), np.int32(c), np.int32(dw), xi, xw, *divisor_args(tx.total),
+         np.int64(tx.total // 2), np.int32(shift), rows))
+    cuda_function(__name__, f"portcv_spline_zoom_columns<{taps}>")(
+        _grid(dw * c, planes * dh), (BLOCK,),
+        (rows, np.int32(planes), np.int32(h), np.int32(dh), np.int32(dw * c), yi, yw, *divisor_args(divisor),
+         np.int64(divisor // 2), out))
     return out

@@ -119,6 +119,36 @@ def test_arrays_move_between_backends(backend):
     np.testing.assert_array_equal(portcv.asarray(moved), host)  # back onto numpy, the default
 
 
+def test_cached_constant_copies_once_per_key_and_backend(backend):
+    built, token = [], object()  # keys no other test run has used
+
+    def build(value):
+        built.append(value)
+        return np.full(3, value, np.int32)
+
+    with portcv.using(backend):
+        first = backends.cached_constant((token, 1), lambda: build(1))
+        assert portcv.backend().owns(first)
+        assert backends.cached_constant((token, 1), lambda: build(1)) is first  # no second copy
+        other = backends.cached_constant((token, 2), lambda: build(2))
+        np.testing.assert_array_equal(portcv.to_numpy(first), [1, 1, 1])
+        np.testing.assert_array_equal(portcv.to_numpy(other), [2, 2, 2])
+    assert built == [1, 2]
+    if backends.get(backend).device_key() != backends.get("numpy").device_key():  # elsewhere: its own copy
+        with portcv.using("numpy"):
+            assert isinstance(backends.cached_constant((token, 1), lambda: build(1)), np.ndarray)
+        assert built == [1, 2, 1]
+
+
+def test_cached_constant_keeps_a_bounded_number():
+    for i in range(backends._CONSTANTS_KEPT + 10):
+        backends.cached_constant(("bounded test", i), lambda: np.zeros(1))
+    assert len(backends._CONSTANTS) == backends._CONSTANTS_KEPT
+    built = []
+    backends.cached_constant(("bounded test", 0), lambda: built.append(0) or np.zeros(1))  # evicted: built again
+    assert built == [0]
+
+
 def test_take_gathers_as_numpy_on_every_backend(backend):
     """``xp.take`` of the portable code (JAX's skips jnp's bounds masks): NumPy's elements,
     negative indices wrapping, along an axis and flat, also under jit."""

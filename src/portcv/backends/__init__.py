@@ -13,6 +13,7 @@ thread sees.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import sys
@@ -317,6 +318,32 @@ def require_dtype(array: Any, dtype: Any, what: str) -> Any:
             "it off while using portcv)"
         )
     return array
+
+
+_CONSTANTS: "collections.OrderedDict[Any, Any]" = collections.OrderedDict()
+_CONSTANTS_LOCK = threading.Lock()
+_CONSTANTS_KEPT = 256
+
+
+def cached_constant(key: Any, build: Callable[[], np.ndarray]) -> Any:
+    """``build()`` (a host array: a weight table, a projection matrix) as an array of the active
+    backend, built and copied once per hashable ``key`` and device (the last 256 are kept).
+
+    Kernels that take the same small table on every call read it from here instead of copying it
+    each time: on CuPy, a copy from ordinary (pageable) host memory first waits for everything
+    queued on the stream, so one such copy per call stops calls from overlapping."""
+    b = backend()
+    full_key = (b.device_key(), key)
+    with _CONSTANTS_LOCK:
+        if full_key in _CONSTANTS:
+            _CONSTANTS.move_to_end(full_key)
+            return _CONSTANTS[full_key]
+    value = b.asarray(build())
+    with _CONSTANTS_LOCK:
+        _CONSTANTS[full_key] = value
+        while len(_CONSTANTS) > _CONSTANTS_KEPT:
+            _CONSTANTS.popitem(last=False)
+    return value
 
 
 def _register_builtins() -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _validate
 from .._border import pad_axis
 from .._kernel import kernel
-from ..backends import backend, require_dtype
+from ..backends import backend, cached_constant, require_dtype
 
 #: Fractional bits of the spatial weights, the range weights and their product (Q15).
 WEIGHT_BITS = 15
@@ -225,14 +225,18 @@ def run_bilateral(
 ) -> Any:
     """Build the range table on the host, pick the accumulator width, run the kernel."""
     channels = guide.shape[-1] if guide_channels else 1
-    table = range_table(sigma_color, channels, color_norm)
+    table_host = range_table(sigma_color, channels, color_norm)
     max_value = int(np.iinfo(np.dtype(values.dtype)).max)
     wide = accumulator_is_wide(len(window.taps), max_value)
     xp = backend().xp
     if wide:
-        require_dtype(xp.zeros((1,), dtype=xp.int64), "int64", "a bilateral filter of this size")
+        require_dtype(xp.empty((0,), dtype=xp.int64), "int64", "a bilateral filter of this size")
+    # Host-built tables copied to the device once (cached_constant), not on every call.
+    table = cached_constant(("bilateral range table", sigma_color, channels, color_norm), lambda: table_host)
+    spatial = cached_constant(("bilateral spatial weights", window.taps),
+                              lambda: np.array([w for _, _, w in window.taps], np.int32))
     return bilateral_kernel(
-        guide, values, xp.asarray(table), xp.asarray(np.array([w for _, _, w in window.taps], np.int32)),
+        guide, values, table, spatial,
         offsets=tuple((dy, dx) for dy, dx, _ in window.taps), radius=window.radius,
         guide_channels=guide_channels, value_channels=value_channels, border=border, color_norm=color_norm,
         hole=hole, keep_known=keep_known, wide=wide,

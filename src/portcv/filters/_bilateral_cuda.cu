@@ -1,6 +1,6 @@
 // Joint bilateral filter on CUDA (OpenCV's jointBilateralFilter and the depth-colour bilateral
-// filter of portcv.depth.dcbf), one thread per output pixel. Compiled by portcv.backends.cupy
-// (--std=c++17 --fmad=false); launched by src/portcv/filters/_bilateral_cuda.py. The portable
+// filter of portcv.depth.dcbf), one thread per output pixel (with KEEP, per hole). Compiled by
+// portcv.backends.cupy (--std=c++17 --fmad=false); launched by src/portcv/filters/_bilateral_cuda.py. The portable
 // version (src/portcv/filters/_bilateral.py: _bilateral_sums) is the reference, and every step
 // below is its integer arithmetic, per window offset k with spatial weight Ws[k]:
 //   delta = sum_c |g_n[c] - g[c]| (L1) or sum_c (g_n[c] - g[c])^2 (L2)   (int32)
@@ -8,9 +8,9 @@
 //   w = 0 where the neighbour's value is the hole (HOLE)
 //   N += w v (int32, or int64 when WIDE), W += w   (exact sums: the order does not matter)
 // then out = (N + W / 2) / W for W > 0 (non-negative: C's division is the floor); W = 0 gives the
-// hole (HOLE) or 0; KEEP keeps every value that is not the hole. Neighbours outside the image
-// follow `border` per axis (common.cuh's remap, the rule of pad_axis); a constant border reads
-// guide 0 and value `fill`.
+// hole (HOLE) or 0; KEEP keeps every value that is not the hole (and walks no window for it).
+// Neighbours outside the image follow `border` per axis (common.cuh's remap, the rule of
+// pad_axis); a constant border reads guide 0 and value `fill`.
 // Layout: frames of H x W pixels, CG interleaved guide channels, CV value channels.
 
 #include "common.cuh"
@@ -18,7 +18,46 @@
 template <bool WIDE> struct Accumulator { using type = int; };
 template <> struct Accumulator<true> { using type = long long; };
 
-template <typename V, int CG, int CV, bool L2, bool WIDE, bool HOLE, bool KEEP>
+// One output pixel's sums over the window: num[c] (Acc) and the returned den (int).
+template <typename V, int CG, int CV, bool L2, bool HOLE, typename Acc>
+__device__ __forceinline__ int window_sums(const unsigned char* __restrict__ gf, const V* __restrict__ vf,
+                                           const int* __restrict__ table, const int* __restrict__ spatial,
+                                           const int2* __restrict__ offsets, int taps, int H, int W, int y, int x,
+                                           int border, int fill, Acc* num) {
+    const unsigned char* gc = gf + ((long long)y * W + x) * CG;
+    int g0[CG];
+#pragma unroll
+    for (int c = 0; c < CG; ++c) g0[c] = gc[c];
+#pragma unroll
+    for (int c = 0; c < CV; ++c) num[c] = 0;
+    int den = 0;
+    for (int k = 0; k < taps; ++k) {
+        const int2 o = offsets[k];  // (dy, dx) as .x, .y
+        const int ny = remap(y + o.x, H, border), nx = remap(x + o.y, W, border);
+        const bool inside = ny >= 0 && nx >= 0;
+        const long long at = (long long)ny * W + nx;
+        int delta = 0;
+#pragma unroll
+        for (int c = 0; c < CG; ++c) {
+            const int d = (inside ? (int)gf[at * CG + c] : 0) - g0[c];
+            delta += L2 ? d * d : abs(d);
+        }
+        int w = (table[delta] * spatial[k] + (1 << 14)) >> 15;
+        V v[CV];
+#pragma unroll
+        for (int c = 0; c < CV; ++c) v[c] = inside ? vf[at * CV + c] : (V)fill;
+        if constexpr (HOLE) {
+            if ((int)v[0] == fill) w = 0;  // HOLE: one value channel, fill = the hole
+        }
+#pragma unroll
+        for (int c = 0; c < CV; ++c) num[c] += (Acc)w * (Acc)v[c];
+        den += w;
+    }
+    return den;
+}
+
+// Every pixel walks the window (joint_bilateral; dcbf with update="all").
+template <typename V, int CG, int CV, bool L2, bool WIDE, bool HOLE>
 __global__ void portcv_joint_bilateral(const unsigned char* __restrict__ guide, const V* __restrict__ values,
                                        const int* __restrict__ table, const int* __restrict__ spatial,
                                        const int2* __restrict__ offsets, int taps, int frames, int H, int W,
@@ -29,52 +68,48 @@ __global__ void portcv_joint_bilateral(const unsigned char* __restrict__ guide, 
     const int x = (int)x64;
     for (int r = blockIdx.y; r < frames * H; r += gridDim.y) {
         const int f = r / H, y = r - f * H;
-        const unsigned char* gf = guide + (long long)f * H * W * CG;
-        const V* vf = values + (long long)f * H * W * CV;
-        const unsigned char* gc = gf + ((long long)y * W + x) * CG;
-        int g0[CG];
-#pragma unroll
-        for (int c = 0; c < CG; ++c) g0[c] = gc[c];
         Acc num[CV];
-#pragma unroll
-        for (int c = 0; c < CV; ++c) num[c] = 0;
-        int den = 0;
-        for (int k = 0; k < taps; ++k) {
-            const int2 o = offsets[k];  // (dy, dx) as .x, .y
-            const int ny = remap(y + o.x, H, border), nx = remap(x + o.y, W, border);
-            const bool inside = ny >= 0 && nx >= 0;
-            const long long at = (long long)ny * W + nx;
-            int delta = 0;
-#pragma unroll
-            for (int c = 0; c < CG; ++c) {
-                const int d = (inside ? (int)gf[at * CG + c] : 0) - g0[c];
-                delta += L2 ? d * d : abs(d);
-            }
-            int w = (table[delta] * spatial[k] + (1 << 14)) >> 15;
-            V v[CV];
-#pragma unroll
-            for (int c = 0; c < CV; ++c) v[c] = inside ? vf[at * CV + c] : (V)fill;
-            if constexpr (HOLE) {
-                if ((int)v[0] == fill) w = 0;  // HOLE: one value channel, fill = the hole
-            }
-#pragma unroll
-            for (int c = 0; c < CV; ++c) num[c] += (Acc)w * (Acc)v[c];
-            den += w;
-        }
+        const int den = window_sums<V, CG, CV, L2, HOLE>(guide + (long long)f * H * W * CG, values + (long long)f * H * W * CV,
+                                                         table, spatial, offsets, taps, H, W, y, x, border, fill, num);
         V* o = out + ((long long)f * H * W + (long long)y * W + x) * CV;
-        const V* self = vf + ((long long)y * W + x) * CV;
 #pragma unroll
-        for (int c = 0; c < CV; ++c) {
-            Acc result;
-            if (den > 0) {
-                result = (num[c] + (Acc)(den / 2)) / (Acc)den;
-            } else {
-                result = HOLE ? (Acc)fill : (Acc)0;
-            }
-            if constexpr (KEEP) {
-                if ((int)self[c] != fill) result = (Acc)self[c];
-            }
-            o[c] = (V)result;
+        for (int c = 0; c < CV; ++c) o[c] = (V)(den > 0 ? (num[c] + (Acc)(den / 2)) / (Acc)den : HOLE ? (Acc)fill : (Acc)0);
+    }
+}
+
+// KEEP (dcbf's update="holes", one value channel): only the holes walk the window. The first
+// kernel copies every known value and lists the holes (atomicAdd hands out the slots, so the
+// list's order varies from run to run; each hole's result does not depend on it), the second
+// runs one thread per listed hole. Table 5's map has 7 % holes: one thread per pixel would let
+// nearly every warp walk the window for its one or two holes.
+template <typename V>
+__global__ void portcv_bilateral_list_holes(const V* __restrict__ values, long long n, int fill,
+                                            V* __restrict__ out, unsigned long long* __restrict__ count,
+                                            long long* __restrict__ holes) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const V v = values[i];
+        if ((int)v != fill) {
+            out[i] = v;
+        } else {
+            holes[atomicAdd(count, 1ull)] = i;
         }
+    }
+}
+
+template <typename V, int CG, bool L2, bool WIDE>
+__global__ void portcv_bilateral_fill_holes(const unsigned char* __restrict__ guide, const V* __restrict__ values,
+                                            const int* __restrict__ table, const int* __restrict__ spatial,
+                                            const int2* __restrict__ offsets, int taps, int H, int W, int border,
+                                            int fill, const unsigned long long* __restrict__ count,
+                                            const long long* __restrict__ holes, V* __restrict__ out) {
+    using Acc = typename Accumulator<WIDE>::type;
+    const long long n = (long long)*count, plane = (long long)H * W;
+    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n; j += (long long)gridDim.x * blockDim.x) {
+        const long long i = holes[j], f = i / plane, at = i - f * plane;
+        const int y = (int)(at / W), x = (int)(at - (long long)y * W);
+        Acc num[1];
+        const int den = window_sums<V, CG, 1, L2, true>(guide + f * plane * CG, values + f * plane, table, spatial,
+                                                        offsets, taps, H, W, y, x, border, fill, num);
+        out[i] = (V)(den > 0 ? (num[0] + (Acc)(den / 2)) / (Acc)den : (Acc)fill);
     }
 }

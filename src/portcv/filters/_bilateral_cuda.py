@@ -4,7 +4,9 @@ and ``depth.dcbf``), running ``_bilateral_cuda.cu``. ``_bilateral.py`` holds the
 
 The portable version is a handful of whole-image CuPy calls per window offset (121 offsets for
 Table 5's 11 x 11 window), host-bound on a GPU; here one thread per output pixel walks the
-window with the same integer arithmetic.
+window with the same integer arithmetic. With ``keep_known`` (dcbf's ``update="holes"``) only the
+holes change, so a first launch copies the known values and lists the holes and a second runs one
+thread per hole.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def _bilateral_cupy(guide: Any, values: Any, table: Any, spatial: Any, *, offset
                     keep_known: bool, wide: bool) -> Any:
     import cupy
 
-    from ..backends.cupy import cuda_function, device_constant
+    from ..backends.cupy import cuda_function, device_constant, launch_1d, sm_count
 
     value_type = _VALUE_TYPES.get(np.dtype(values.dtype))
     gy, vy = (-3 if guide_channels else -2), (-3 if value_channels else -2)
@@ -48,12 +50,26 @@ def _bilateral_cupy(guide: Any, values: Any, table: Any, spatial: Any, *, offset
     if out.size == 0:
         return out
     flag = lambda b: "true" if b else "false"  # noqa: E731
-    fn = cuda_function(__name__, f"portcv_joint_bilateral<{value_type},{cg},{cv},{flag(color_norm == 'l2')},"
-                                 f"{flag(wide)},{flag(hole is not None)},{flag(hole is not None and keep_known)}>")
     pairs = device_constant(tuple(c for dy_dx in offsets for c in dy_dx), "int32")  # int2 (dy, dx) per offset
+    table = cupy.ascontiguousarray(cupy.asarray(table, dtype=cupy.int32))
+    spatial = cupy.ascontiguousarray(cupy.asarray(spatial, dtype=cupy.int32))
+    common = (table, spatial, pairs, np.int32(len(offsets)))
+    fill = np.int32(0 if hole is None else hole)
+    if hole is not None and keep_known:  # list the holes, then one thread per hole
+        n = v.size
+        count, holes = cupy.zeros(1, dtype=cupy.uint64), cupy.empty(n, dtype=cupy.int64)
+        grid, block = launch_1d(n)
+        cuda_function(__name__, f"portcv_bilateral_list_holes<{value_type}>")(
+            grid, block, (v, np.int64(n), fill, out, count, holes))
+        cuda_function(__name__, f"portcv_bilateral_fill_holes<{value_type},{cg},{flag(color_norm == 'l2')},"
+                                f"{flag(wide)}>")(
+            (sm_count() * 16,), (BLOCK,),
+            (g, v, *common, np.int32(height), np.int32(width), np.int32(_BORDER_CODES[border]), fill, count, holes,
+             out))
+        return out
+    fn = cuda_function(__name__, f"portcv_joint_bilateral<{value_type},{cg},{cv},{flag(color_norm == 'l2')},"
+                                 f"{flag(wide)},{flag(hole is not None)}>")
     fn((-(-width // BLOCK), min(frames * height, 65535)), (BLOCK,), (
-        g, v, cupy.ascontiguousarray(cupy.asarray(table, dtype=cupy.int32)),
-        cupy.ascontiguousarray(cupy.asarray(spatial, dtype=cupy.int32)), pairs, np.int32(len(offsets)),
-        np.int32(frames), np.int32(height), np.int32(width), np.int32(_BORDER_CODES[border]),
-        np.int32(0 if hole is None else hole), out))
+        g, v, *common, np.int32(frames), np.int32(height), np.int32(width), np.int32(_BORDER_CODES[border]), fill,
+        out))
     return out

@@ -92,7 +92,7 @@ def motorcycle_cameras():
 def test_propagate_same_bits_on_every_backend(backend, data, seed):
     depth, K_src, K_dst, R, t, dst_shape = data.draw(scenes(fixed=backend == "jax"))
     color = np.random.default_rng(seed).integers(0, 256, depth.shape + (3,), dtype=np.uint8)
-    with runs_its_overrides("depth_project", "zbuffer_min"):
+    with runs_its_overrides("depth_project", "zbuffer_min", "zbuffer_gather"):
         matches_numpy(backend, propagate, depth, K_src, K_dst, R, t, dst_shape)
         d_np, c_np = on_backend("numpy", propagate_color, depth, color, K_src, K_dst, R, t, dst_shape, fill=7)
         d_b, c_b = on_backend(backend, propagate_color, depth, color, K_src, K_dst, R, t, dst_shape, fill=7)
@@ -119,7 +119,7 @@ def test_warp_disparity_equals_the_oracle_on_every_backend(backend, data, direct
     dtype = data.draw(st.sampled_from([np.uint8, np.uint16]))
     disp = rng.integers(0, (4 << frac_bits) + 1, (h, w)).astype(dtype)  # up to 4 pixels: many collisions
     color = rng.integers(0, 256, (h, w), dtype=np.uint8)
-    with runs_its_overrides("disparity_project", "zbuffer_min"):
+    with runs_its_overrides("disparity_project", "zbuffer_min", "zbuffer_gather"):
         out, col = matches_numpy_all(backend, warp_disparity, disp, direction=direction, frac_bits=frac_bits,
                                      color=color)
     ed, ec = oracle.warp_disparity_raster(disp, direction, frac_bits, color=color)

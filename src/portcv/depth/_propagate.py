@@ -12,6 +12,7 @@ smaller wins), so every backend, thread schedule and source order gives the same
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 
 from .. import _validate
 from .._kernel import kernel
-from ..backends import backend, require_dtype
+from ..backends import backend, cached_constant, require_dtype
 
 #: Fractional bits of the quantized projection matrix (M_q = round(M 2**20)).
 PROJECTION_BITS = 20
@@ -182,10 +183,16 @@ def _matrix(value: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
 
 def projection_matrix(K_src: Any, K_dst: Any, R: Any, t: Any) -> tuple[tuple[int, ...], ...]:
     """``M_q = round(2**20 K_dst [R | t] diag(K_src**-1, 1))`` (3 x 4 Python ints, half to even)."""
-    ks = _matrix(K_src, "K_src", (3, 3))
-    kd = _matrix(K_dst, "K_dst", (3, 3))
-    rot = _matrix(R, "R", (3, 3))
-    tr = _matrix(t, "t", (3,))
+    arrays = (_matrix(K_src, "K_src", (3, 3)), _matrix(K_dst, "K_dst", (3, 3)), _matrix(R, "R", (3, 3)),
+              _matrix(t, "t", (3,)))
+    return _fixed_point_projection(*(tuple(a.ravel().tolist()) for a in arrays))
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed_point_projection(ks: tuple, kd: tuple, rot: tuple, tr: tuple) -> tuple[tuple[int, ...], ...]:
+    """:func:`projection_matrix` of the flattened float64 values (cached: a video's cameras repeat)."""
+    ks, kd, rot = (np.array(v).reshape(3, 3) for v in (ks, kd, rot))
+    tr = np.array(tr)
     if abs(np.linalg.det(ks)) < 1e-12 or np.linalg.cond(ks) > 1e12:
         raise ValueError(f"K_src must be an invertible camera matrix, got {ks.tolist()}")
     m = kd @ np.concatenate([rot @ np.linalg.inv(ks), tr[:, None]], axis=1)
@@ -241,7 +248,7 @@ def _run(depth: Any, dest_key: tuple[Any, Any], color: Any, *, slots: int, depth
     best = zbuffer_kernel(dest, key, slots=slots)
     with_color = color is not None
     if not with_color:
-        color = backend().xp.zeros((1, 1), dtype=backend().xp.uint8)
+        color = backend().xp.empty((1, 1), dtype=backend().xp.uint8)  # unread
     return gather_kernel(best, color, depth_of_key=depth_of_key, unknown=unknown, fill=fill,
                          dtype=np.dtype(depth.dtype).name, dst_shape=dst_shape, with_color=with_color)
 
@@ -256,9 +263,9 @@ def _propagate(depth: Any, color: Any, K_src: Any, K_dst: Any, R: Any, t: Any, d
     unknown = _validate.integer(unknown, "unknown", low=0, high=max_depth)
     matrix = projection_matrix(K_src, K_dst, R, t)
     _check_bound(matrix, tuple(depth.shape), max_depth)
-    require_dtype(backend().xp.zeros((1,), dtype=backend().xp.int64), "int64", "depth propagation")
-    xp = backend().xp
-    dest_key = project_kernel(depth, xp.asarray(np.array(matrix, dtype=np.int64)), dst_shape=dst_shape,
+    require_dtype(backend().xp.empty((0,), dtype=backend().xp.int64), "int64", "depth propagation")
+    device_matrix = cached_constant(("projection matrix", matrix), lambda: np.array(matrix, dtype=np.int64))
+    dest_key = project_kernel(depth, device_matrix, dst_shape=dst_shape,
                               unknown=unknown, max_depth=max_depth)
     return _run(depth, dest_key, color, slots=dst_shape[0] * dst_shape[1], depth_of_key=(0, 1), unknown=unknown,
                 fill=fill, dst_shape=dst_shape)
@@ -419,7 +426,7 @@ def warp_disparity(disparity: Any, *, direction: int = -1, frac_bits: int = 4, u
     fill = _validate.integer(fill, "fill", low=0, high=255)
     if color is not None:
         color = _color_of(color, disparity)
-    require_dtype(backend().xp.zeros((1,), dtype=backend().xp.int64), "int64", "warp_disparity")
+    require_dtype(backend().xp.empty((0,), dtype=backend().xp.int64), "int64", "warp_disparity")
     dest_key = disparity_project_kernel(disparity, direction=int(direction), frac_bits=frac_bits, unknown=unknown,
                                         max_value=max_value)
     shape = tuple(disparity.shape)

@@ -62,3 +62,22 @@ __global__ void portcv_disparity_project(const D* __restrict__ disparity, int he
         key[i] = (long long)(((unsigned long long)(max_value - d) << 32) | (unsigned long long)i);
     }
 }
+
+// The winners (src/portcv/depth/_propagate.py: gather_kernel), one thread per destination slot:
+// depth = offset + sign (key >> 32) where a source landed (key != EMPTY), else `unknown`, cast to
+// D as NumPy's astype (modulo 2^bits); with `channels` > 0 the winner's colour (its source index
+// is the key's low 32 bits), `fill` where none landed.
+template <typename D>
+__global__ void portcv_zbuffer_gather(const long long* __restrict__ best, long long slots, long long offset,
+                                      long long sign, long long unknown, const unsigned char* __restrict__ color,
+                                      int channels, int fill, D* __restrict__ depth,
+                                      unsigned char* __restrict__ picked) {
+    const long long EMPTY = 1LL << 62;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < slots; i += (long long)gridDim.x * blockDim.x) {
+        const long long b = best[i];
+        const bool hit = b != EMPTY;
+        depth[i] = (D)(hit ? offset + sign * (b >> 32) : unknown);
+        const long long winner = hit ? (b & 0xFFFFFFFFLL) : 0;
+        for (int c = 0; c < channels; ++c) picked[i * channels + c] = hit ? color[winner * channels + c] : (unsigned char)fill;
+    }
+}

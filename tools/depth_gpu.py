@@ -1,7 +1,8 @@
 """GPU figures of Table 5's task (docs/depth.md): ``dcbf`` (uint8 and uint16 depth, RGB guide,
 11 x 11), ``joint_bilateral`` (RGB guide, d = 11) and ``propagate`` / ``warp_disparity`` at
 800 x 600, on CuPy and JAX: ms per call of back-to-back calls (CUDA events on CuPy, one wait at
-the end on JAX), one synchronized call beside it, and whether the result equals NumPy's. The
+the end on JAX), one synchronized call beside it, on CuPy the GPU's own time per call with the
+host's dispatch hidden (timing.device_ms), and whether the result equals NumPy's. The
 inputs are the asv suite's (asv_bench/benchmarks/bench_depth.py).
 
     python tools/depth_gpu.py [--backends cupy,jax]
@@ -16,7 +17,7 @@ import sys
 import numpy as np
 
 import portcv
-from timing import queued_ms  # tools/, beside this script
+from timing import device_ms, queued_ms  # tools/, beside this script
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
 from benchmarks import bench_depth as B  # noqa: E402  (the asv suite's inputs)
@@ -51,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
                 got = portcv.to_numpy(fn(*dev))
                 per_call = queued_ms(name, lambda: fn(*dev), repeat=20, warmup=3, rounds=3)
                 single = min(_single(b, fn, dev) for _ in range(5))
-            print(f"{label:20s} {name:5s}: {per_call:8.3f} ms per call, single call {single:8.3f} ms, "
+                own = device_ms(lambda: fn(*dev), calls=20) if name == "cupy" else None
+            gpu = f", GPU alone {own:7.3f} ms" if own is not None else ""
+            print(f"{label:20s} {name:5s}: {per_call:8.3f} ms per call, single call {single:8.3f} ms{gpu}, "
                   f"same as NumPy: {np.array_equal(expected, got)}", flush=True)
     return 0
 

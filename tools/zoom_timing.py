@@ -1,6 +1,7 @@
 """GPU figures of portcv.transform.zoom at Lin et al.'s Table 4 sizes (docs/zoom.md): ms per
 frame of back-to-back calls (CUDA events on CuPy, one wait at the end on JAX), one frame and a
-batch of 64 QCIF frames x7, and 1080p -> 4K, with one synchronized call beside each.
+batch of 64 QCIF frames x7, and 1080p -> 4K, with one synchronized call beside each and, on
+CuPy, the GPU's own time per frame with the host's dispatch hidden (timing.device_ms).
 
     python tools/zoom_timing.py
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import portcv
-from timing import gpu_time_ms, jax_queue_ms, synced_ms
+from timing import device_ms, gpu_time_ms, jax_queue_ms, synced_ms
 
 
 def main() -> None:
@@ -26,13 +27,16 @@ def main() -> None:
                 for stage, fn in (("prefilter", lambda: portcv.transform.spline_filter(x)),
                                   ("interpolation", lambda: portcv.transform.zoom(coeffs, factor, prefilter=False)),
                                   ("zoom", lambda: portcv.transform.zoom(x, factor))):
+                    gpu = ""
                     if name == "cupy":
                         per_call, _ = gpu_time_ms(fn, repeat=10, rounds=3, warmup=2)
+                        own = device_ms(fn, calls=20)
+                        gpu = f", GPU alone {1e3 * own / count:7.1f} us/frame" if own is not None else ""
                     else:
                         per_call = jax_queue_ms(fn, repeat=10, rounds=3, warmup=2)
                     single = synced_ms(lambda: b.block(fn()), n=5)
                     print(f"zoom {label:22s} {name:5s} {stage:13s}: {1e3 * per_call / count:9.1f} us/frame "
-                          f"({per_call:8.3f} ms/call), single call {single:8.3f} ms", flush=True)
+                          f"({per_call:8.3f} ms/call), single call {single:8.3f} ms{gpu}", flush=True)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ def device_ms(fn, calls=50, rounds=3):
     the host queues ``calls`` calls behind it, so the CUDA events around them time the calls'
     kernels back to back, without the gaps a slower host leaves between them. The median of
     ``rounds``; ``None`` if the host could not queue the calls within a spin four times as long
-    as its measured queueing time (a call that waits for the GPU, for one)."""
+    as ``calls`` synchronized calls took (a call that waits for the GPU, for one)."""
     import cupy
 
     spin = cupy.RawKernel(_SPIN, "portcv_timing_spin")

@@ -330,8 +330,9 @@ def cached_constant(key: Any, build: Callable[[], np.ndarray]) -> Any:
     backend, built and copied once per hashable ``key`` and device (the last 256 are kept).
 
     Kernels that take the same small table on every call read it from here instead of copying it
-    each time: on CuPy, a copy from ordinary (pageable) host memory first waits for everything
-    queued on the stream, so one such copy per call stops calls from overlapping."""
+    from the host on every call (host time and a transfer queued per call). The copy is queued
+    on the stream current at the first call: a caller on another stream must not use it before
+    that stream has run it (portcv's own multi-stream paths do not use these tables)."""
     b = backend()
     full_key = (b.device_key(), key)
     with _CONSTANTS_LOCK:

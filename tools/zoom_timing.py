@@ -3,10 +3,12 @@ frame of back-to-back calls (CUDA events on CuPy, one wait at the end on JAX), o
 batch of 64 QCIF frames x7, and 1080p -> 4K, with one synchronized call beside each and, on
 CuPy, the GPU's own time per frame with the host's dispatch hidden (timing.device_ms).
 
-    python tools/zoom_timing.py
+    python tools/zoom_timing.py [--backends cupy,jax]
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 
@@ -15,12 +17,15 @@ from timing import device_ms, gpu_time_ms, jax_queue_ms, synced_ms
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--backends", default="cupy,jax")
+    backends = p.parse_args().backends.split(",")
     rng = np.random.default_rng(0)
     cases = [("QCIF x7, 1 frame", rng.integers(0, 256, (144, 176), dtype=np.uint8), 7, 1),
              ("QCIF x7, batch of 64", rng.integers(0, 256, (64, 144, 176), dtype=np.uint8), 7, 64),
              ("1080p x2 (4K)", rng.integers(0, 256, (1080, 1920), dtype=np.uint8), 2, 1)]
     for label, frames, factor, count in cases:
-        for name in ("cupy", "jax"):
+        for name in backends:
             with portcv.using(name) as b:
                 x = portcv.asarray(frames)
                 coeffs = portcv.transform.spline_filter(x)

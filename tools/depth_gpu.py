@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 import portcv
-from timing import device_ms, queued_ms  # tools/, beside this script
+from timing import device_ms, queued_ms, synced_ms  # tools/, beside this script
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
 from benchmarks import bench_depth as B  # noqa: E402  (the asv suite's inputs)
@@ -51,21 +51,12 @@ def main(argv: list[str] | None = None) -> int:
                 dev = [portcv.asarray(x) if isinstance(x, np.ndarray) else x for x in inputs]
                 got = portcv.to_numpy(fn(*dev))
                 per_call = queued_ms(name, lambda: fn(*dev), repeat=20, warmup=3, rounds=3)
-                single = min(_single(b, fn, dev) for _ in range(5))
+                single = synced_ms(lambda: b.block(fn(*dev)), n=5)
                 own = device_ms(lambda: fn(*dev), calls=20) if name == "cupy" else None
             gpu = f", GPU alone {own:7.3f} ms" if own is not None else ""
             print(f"{label:20s} {name:5s}: {per_call:8.3f} ms per call, single call {single:8.3f} ms{gpu}, "
                   f"same as NumPy: {np.array_equal(expected, got)}", flush=True)
     return 0
-
-
-def _single(b, fn, dev) -> float:
-    import time
-
-    b.synchronize()
-    t0 = time.perf_counter()
-    b.block(fn(*dev))
-    return (time.perf_counter() - t0) * 1e3
 
 
 if __name__ == "__main__":

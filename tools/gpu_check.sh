@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU proof: the whole test suite with --backends numpy,cupy,jax, then the GPU figures.
-# Works offline: Python packages missing on the CUDA machine travel as wheels in .whl/
-# (tools/fetch_gpu_wheels.sh fetches them here). Output lands in $OUT (or ./gpu-results).
+# Works offline: Python packages missing on the CUDA machine travel as wheels in .whl/, and
+# OpenCV's contrib build as an xz-compressed site folder, .whl/cv2site.tar.xz (its wheel is over
+# the device tool's carry limit; tools/fetch_gpu_wheels.sh makes both here). Output lands in $OUT
+# (or ./gpu-results).
 #   bash tools/gpu_check.sh            # tests + benchmarks
 #   bash tools/gpu_check.sh tests      # tests only
 set -uo pipefail
@@ -10,6 +12,7 @@ OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
 if compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/portcv-site .whl/*.whl || exit 1
+  if [ -f .whl/cv2site.tar.xz ]; then tar xJf .whl/cv2site.tar.xz -C /tmp/portcv-site || exit 1; fi
   export PYTHONPATH=/tmp/portcv-site:$PWD/src
 else
   export PYTHONPATH=$PWD/src

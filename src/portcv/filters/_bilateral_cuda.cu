@@ -18,12 +18,13 @@
 template <bool WIDE> struct Accumulator { using type = int; };
 template <> struct Accumulator<true> { using type = long long; };
 
-// One output pixel's sums over the window: num[c] (Acc) and the returned den (int).
+// One output pixel's sums over the window offsets k0, k0 + step, ...: num[c] (Acc) and the
+// returned den (int).
 template <typename V, int CG, int CV, bool L2, bool HOLE, typename Acc>
 __device__ __forceinline__ int window_sums(const unsigned char* __restrict__ gf, const V* __restrict__ vf,
                                            const int* __restrict__ table, const int* __restrict__ spatial,
                                            const int2* __restrict__ offsets, int taps, int H, int W, int y, int x,
-                                           int border, int fill, Acc* num) {
+                                           int border, int fill, Acc* num, int k0 = 0, int step = 1) {
     const unsigned char* gc = gf + ((long long)y * W + x) * CG;
     int g0[CG];
 #pragma unroll
@@ -31,7 +32,7 @@ __device__ __forceinline__ int window_sums(const unsigned char* __restrict__ gf,
 #pragma unroll
     for (int c = 0; c < CV; ++c) num[c] = 0;
     int den = 0;
-    for (int k = 0; k < taps; ++k) {
+    for (int k = k0; k < taps; k += step) {
         const int2 o = offsets[k];  // (dy, dx) as .x, .y
         const int ny = remap(y + o.x, H, border), nx = remap(x + o.y, W, border);
         const bool inside = ny >= 0 && nx >= 0;
@@ -80,8 +81,10 @@ __global__ void portcv_joint_bilateral(const unsigned char* __restrict__ guide, 
 // KEEP (dcbf's update="holes", one value channel): only the holes walk the window. The first
 // kernel copies every known value and lists the holes (atomicAdd hands out the slots, so the
 // list's order varies from run to run; each hole's result does not depend on it), the second
-// runs one thread per listed hole. Table 5's map has 7 % holes: one thread per pixel would let
-// nearly every warp walk the window for its one or two holes.
+// gives each listed hole one warp: lane l sums the window offsets l, l + 32, ... and the lanes'
+// sums are added by shuffles (integers: any order gives the same sums). Table 5's map has 7 %
+// holes: one thread per pixel let nearly every warp walk the window for its one or two holes,
+// and one thread per hole left most of the GPU idle on a frame's 33,000 holes.
 template <typename V>
 __global__ void portcv_bilateral_list_holes(const V* __restrict__ values, long long n, int fill,
                                             V* __restrict__ out, unsigned long long* __restrict__ count,
@@ -104,12 +107,21 @@ __global__ void portcv_bilateral_fill_holes(const unsigned char* __restrict__ gu
                                             const long long* __restrict__ holes, V* __restrict__ out) {
     using Acc = typename Accumulator<WIDE>::type;
     const long long n = (long long)*count, plane = (long long)H * W;
-    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n; j += (long long)gridDim.x * blockDim.x) {
+    const int lane = threadIdx.x & 31;  // blockDim.x is a multiple of 32 (the launcher's BLOCK)
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    // j is the same on every lane of a warp, so the whole warp reaches the shuffles together.
+    for (long long j = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; j < n; j += warps) {
         const long long i = holes[j], f = i / plane, at = i - f * plane;
         const int y = (int)(at / W), x = (int)(at - (long long)y * W);
         Acc num[1];
-        const int den = window_sums<V, CG, 1, L2, true>(guide + f * plane * CG, values + f * plane, table, spatial,
-                                                        offsets, taps, H, W, y, x, border, fill, num);
-        out[i] = (V)(den > 0 ? (num[0] + (Acc)(den / 2)) / (Acc)den : (Acc)fill);
+        int den = window_sums<V, CG, 1, L2, true>(guide + f * plane * CG, values + f * plane, table, spatial,
+                                                  offsets, taps, H, W, y, x, border, fill, num, lane, 32);
+        Acc sum = num[0];
+#pragma unroll
+        for (int width = 16; width > 0; width >>= 1) {
+            sum += __shfl_xor_sync(0xffffffffu, sum, width);
+            den += __shfl_xor_sync(0xffffffffu, den, width);
+        }
+        if (lane == 0) out[i] = (V)(den > 0 ? (sum + (Acc)(den / 2)) / (Acc)den : (Acc)fill);
     }
 }

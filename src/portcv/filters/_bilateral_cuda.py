@@ -6,7 +6,7 @@ The portable version is a handful of whole-image CuPy calls per window offset (1
 Table 5's 11 x 11 window), host-bound on a GPU; here one thread per output pixel walks the
 window with the same integer arithmetic. With ``keep_known`` (dcbf's ``update="holes"``) only the
 holes change, so a first launch copies the known values and lists the holes and a second runs one
-thread per hole.
+warp per hole (its lanes split the window).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import numpy as np
 
 from ._bilateral import bilateral_kernel
 
-#: Threads per block (along a row; blockIdx.y walks the rows of every frame).
+#: Threads per block (along a row; blockIdx.y walks the rows of every frame). A multiple of 32:
+#: the hole kernel gives each hole one warp.
 BLOCK = 128
+assert BLOCK % 32 == 0
 #: common.cuh's Border codes.
 _BORDER_CODES = {"reflect101": 0, "replicate": 1, "constant": 2}
 _VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short"}

@@ -4,9 +4,10 @@ module at its end, which registers the overrides.
 
 The portable code on CuPy is dozens of small CuPy calls per frame (a slice, a product and a sum
 per tap and pass), so its time is the host's: about 1.3 ms for the prefilter and 1.7 ms for the
-interpolation of one QCIF frame x7. Here each prefilter pass is one launch and the interpolation
-two more (an x pass into an int64 buffer, then the y pass, so each input row's horizontal sum is
-computed once), one thread per output sample, with the portable version's integer arithmetic.
+interpolation of one QCIF frame x7. Here each prefilter pass is one launch (a thread filters a
+run of 8 samples from registers) and the interpolation one more (a block computes the x pass of
+the rows its output tile reads into shared memory, then the tile), with the portable version's
+integer arithmetic.
 """
 
 from __future__ import annotations
@@ -20,8 +21,15 @@ import numpy as np
 from ._integral import _plane_shape
 from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilter_kernel, spline_zoom_kernel
 
-#: Threads per block of both kernels.
+#: Threads per block of the prefilter passes.
 BLOCK = 256
+#: Output samples per interpolation tile row and threads down it (_zoom_cuda.cu's ZOOM_TW, ZOOM_TY).
+TILE_WIDTH, TILE_THREADS_DOWN = 64, 4
+#: Source rows of one tile's x pass in shared memory (int64 each: 48 KiB, the most a block gets
+#: without opting in).
+MAX_BAND_ROWS = 96
+#: Taps of the prefilter beyond the centre, fixed in _zoom_cuda.cu (PF_N).
+PREFILTER_REACH = 13
 
 
 def divisor_args(d: int) -> tuple:
@@ -40,9 +48,26 @@ def _plane(x: Any, has_channels: bool) -> tuple[int, int, int, int]:
     return math.prod(x.shape[:-3] if has_channels else x.shape[:-2]), h, w, c
 
 
-def _grid(samples: int, rows: int) -> tuple[int, int]:
-    """x: the samples of one slab or output row; y: the rows, striding past 65,535."""
-    return -(-samples // BLOCK), min(rows, 65535)
+@functools.lru_cache(maxsize=64)
+def _row_tiles(order: int, n_in: int, n_out: int, device_id: int) -> tuple[int, int, int, Any]:
+    """``(tile_rows, tiles, band_rows, bands)`` of an axis zoomed from ``n_in`` to ``n_out``
+    rows: the most output rows per tile (64 down to 1) whose source rows (every tap's index,
+    mirrored ones included) fit :data:`MAX_BAND_ROWS`, and per tile ``(lo, n)``, the first of
+    them and their count, as int32 pairs on the device. One output row reads at most 4 rows, so
+    a tile of 1 always fits."""
+    import cupy
+
+    index = spline_axis(order, n_in, n_out).index
+    for tile_rows in (64, 32, 16, 8, 4, 2, 1):
+        tiles = -(-n_out // tile_rows)
+        padded = np.concatenate([index, np.repeat(index[-1:], tiles * tile_rows - n_out, axis=0)])
+        per_tile = padded.reshape(tiles, -1)
+        lo = per_tile.min(axis=1)
+        count = per_tile.max(axis=1) - lo + 1
+        if int(count.max()) <= MAX_BAND_ROWS:
+            break
+    bands = np.stack([lo, count], axis=1).astype(np.int32)
+    return tile_rows, tiles, int(count.max()), cupy.asarray(bands.ravel())
 
 
 @functools.lru_cache(maxsize=64)
@@ -60,25 +85,25 @@ def _axis_on_device(order: int, n_in: int, n_out: int, device_id: int) -> tuple[
 def _spline_prefilter_cupy(img: Any, *, has_channels: bool) -> Any:
     import cupy
 
-    from ..backends.cupy import cuda_function, device_constant
+    from ..backends.cupy import cuda_function, device_constant, launch_1d
 
-    if img.dtype != cupy.uint8:
+    taps = prefilter_taps()
+    if img.dtype != cupy.uint8 or len(taps) != PREFILTER_REACH + 1:
         return NotImplemented
     x = cupy.ascontiguousarray(img)
     planes, h, w, c = _plane(x, has_channels)
     out = cupy.empty(x.shape, dtype=cupy.int32)
     if out.size == 0:
         return out
-    taps = prefilter_taps()
-    h_taps, n = device_constant(taps, "int64"), np.int32(len(taps) - 1)
-    rows = cupy.empty(x.shape, dtype=cupy.int32)
-    # W pass: slabs (planes H, W, C), rounded to Q16 (>> 8); H pass: (planes, H, W C), Q16 (>> 24).
-    for name, src, dst, (outer, length, inner), rnd, shift in (
-            ("unsigned char", x, rows, (planes * h, w, c), 1 << 7, 8),
-            ("int", rows, out, (planes, h, w * c), 1 << 23, 24)):
-        cuda_function(__name__, f"portcv_spline_prefilter_pass<{name}>")(
-            _grid(length * inner, outer), (BLOCK,),
-            (src, h_taps, n, np.int32(outer), np.int32(length), np.int32(inner), np.int64(rnd), np.int32(shift), dst))
+    h_taps = device_constant(taps, "int32")  # each below 2**25
+    rows = cupy.empty(x.shape, dtype=cupy.int32)  # the W pass, Q16
+    runs = lambda n: -(-n // 8)  # noqa: E731  (PF_RUN outputs per thread)
+    grid, block = launch_1d(planes * h * runs(w) * c, BLOCK)
+    cuda_function(__name__, f"portcv_spline_prefilter_rows<{c if c <= 4 else 0}>")(  # 0: any channel count
+        grid, block, (x, h_taps, np.int64(planes * h), np.int32(w), np.int32(c), rows))
+    grid, block = launch_1d(planes * runs(h) * w * c, BLOCK)
+    cuda_function(__name__, "portcv_spline_prefilter_columns")(
+        grid, block, (rows, h_taps, np.int64(planes), np.int32(h), np.int32(w * c), out))
     return out
 
 
@@ -107,15 +132,13 @@ def _spline_zoom_cupy(coef: Any, *, order: int, size: tuple[int, int], has_chann
     device = current_device_id()
     xi, xw = _axis_on_device(order, w, dw, device)
     yi, yw = _axis_on_device(order, h, dh, device)
+    tile_rows, tiles, band_rows, bands = _row_tiles(order, h, dh, device)
     taps = tx.index.shape[1]
-    rows = cupy.empty((planes * h, dw * c), dtype=cupy.int64)  # the x pass' exact sums
-    cuda_function(__name__, f"portcv_spline_zoom_rows<{'unsigned char' if pixels else 'int'},{taps},"
-                            f"{'true' if exact else 'false'}>")(
-        _grid(dw * c, planes * h), (BLOCK,),
-        (x, np.int32(planes * h), np.int32(w), np.int32(c), np.int32(dw), xi, xw, *divisor_args(tx.total),
-         np.int64(tx.total // 2), np.int32(shift), rows))
-    cuda_function(__name__, f"portcv_spline_zoom_columns<{taps}>")(
-        _grid(dw * c, planes * dh), (BLOCK,),
-        (rows, np.int32(planes), np.int32(h), np.int32(dh), np.int32(dw * c), yi, yw, *divisor_args(divisor),
-         np.int64(divisor // 2), out))
+    fn = cuda_function(__name__, f"portcv_spline_zoom_tiles<{'unsigned char' if pixels else 'int'},{taps},"
+                                 f"{'true' if exact else 'false'}>")
+    fn((-(-dw * c // TILE_WIDTH), min(planes * tiles, 65535)), (TILE_WIDTH, TILE_THREADS_DOWN),
+       (x, np.int64(planes), np.int32(h), np.int32(w), np.int32(c), np.int32(dh), np.int32(dw), xi, xw, yi, yw,
+        bands, np.int32(tile_rows), np.int32(tiles), *divisor_args(tx.total), np.int64(tx.total // 2),
+        np.int32(shift), *divisor_args(divisor), np.int64(divisor // 2), out),
+       shared_mem=band_rows * TILE_WIDTH * 8)
     return out

@@ -111,6 +111,15 @@ def test_more_rows_than_one_grid_dimension_same_bits_on_every_backend(backend):
         matches_numpy(backend, transform.zoom, img, (1, 2), order=1, channel_axis=None)
 
 
+def test_large_shrink_same_bits_on_every_backend(backend):
+    """4,000 rows shrunk 400x: each output row reads 4 source rows 400 apart, so the CUDA
+    interpolation's tiles (whose band of source rows must fit shared memory) are one row high."""
+    img = np.random.default_rng(9).integers(0, 256, (4000, 12), dtype=np.uint8)
+    with runs_its_overrides("spline_prefilter", "spline_zoom"):
+        out = matches_numpy(backend, transform.zoom, img, (1 / 400, 1.5), channel_axis=None)
+    assert out.shape == (10, 18)
+
+
 @given(data=images(max_h=23, max_w=29), order=orders, factor=factors, block=st.sampled_from([1, 7, 64, 500]))
 def test_numpy_blocks_equal_the_portable_code(data, order, factor, block):
     """NumPy's overrides work by blocks of frames and bands of rows: the portable code's bits."""

@@ -17,13 +17,23 @@
 
 #include "common.cuh"
 
-// floor(a / d) for a constant d >= 1 without a 64-bit division (a software routine on the GPU):
-// Granlund and Montgomery's unsigned division by an invariant integer ("Division by invariant
-// integers using multiplication", PLDI 1994, Figure 4.1): with l = ceil(log2 d) and
-// m = floor(2^64 (2^l - d) / d) + 1 (made on the host), n / d = (t + ((n - t) >> s1)) >> s2 for
-// t = mulhi(m, n), s1 = min(l, 1), s2 = max(l - 1, 0), exact for every n < 2^64 (their
-// Theorem 4.2). Signed a: a >= 0 divides directly; a < 0 gives -ceil(-a / d) = -((-a + d - 1) / d),
-// with -a + d - 1 < 2^64 for |a| <= 2^63 and d <= 2^63.
+// c + a b with a 32 x 32 -> 64-bit product: one IMAD.WIDE. Written as (long long)a * b, NVCC
+// kept 64 x 64-bit multiplies (several instructions each) in the unrolled tap loops.
+__device__ __forceinline__ long long mad_wide(int a, int b, long long c) {
+#ifdef __CUDA_ARCH__
+    long long r;
+    asm("mad.wide.s32 %0, %1, %2, %3;" : "=l"(r) : "r"(a), "r"(b), "l"(c));
+    return r;
+#else
+    return c + (long long)a * b;  // host builds of this file (tests of the kernels without a GPU)
+#endif
+}
+
+// Division by a constant without a hardware divide: Granlund and Montgomery's unsigned division
+// by an invariant integer ("Division by invariant integers using multiplication", PLDI 1994,
+// Figure 4.1): with l = ceil(log2 d) and m = floor(2^N (2^l - d) / d) + 1 (made on the host for
+// N = 32 and N = 64), n / d = (t + ((n - t) >> s1)) >> s2 for t = mulhi(m, n), s1 = min(l, 1),
+// s2 = max(l - 1, 0), exact for every n < 2^N (their Theorem 4.2).
 struct Divisor {
     unsigned long long d, m;
     int s1, s2;
@@ -34,9 +44,15 @@ __device__ __forceinline__ unsigned long long udiv(unsigned long long n, const D
     return (t + ((n - t) >> v.s1)) >> v.s2;
 }
 
+// floor(a / d) for a signed a (|a| <= 2^63, d <= 2^63): a < 0 gives -ceil(-a / d) = -((-a + d - 1) / d).
 __device__ __forceinline__ long long floor_div(long long a, const Divisor& v) {
     if (a >= 0) return (long long)udiv((unsigned long long)a, v);
     return -(long long)udiv((0ull - (unsigned long long)a) + (v.d - 1), v);
+}
+
+__device__ __forceinline__ unsigned int udiv32(unsigned int n, unsigned int m, int s1, int s2) {
+    const unsigned int t = __umulhi(m, n);
+    return (t + ((n - t) >> s1)) >> s2;
 }
 
 // The prefilter: 13 taps beyond the centre (prefilter_taps(); the launcher checks), each
@@ -53,9 +69,9 @@ __device__ __forceinline__ long long index_div(long long a, int d) {
 
 // sum_k h_k (v[j - k] + v[j + k]) around v[j], j = PF_N + the output's place in the run.
 __device__ __forceinline__ long long prefilter_at(const int (&h)[PF_N + 1], const int (&v)[PF_SPAN], int j) {
-    long long acc = (long long)h[0] * v[j];
+    long long acc = mad_wide(h[0], v[j], 0);
 #pragma unroll
-    for (int k = 1; k <= PF_N; ++k) acc += (long long)h[k] * (v[j - k] + v[j + k]);
+    for (int k = 1; k <= PF_N; ++k) acc = mad_wide(h[k], v[j - k] + v[j + k], acc);
     return acc;
 }
 
@@ -112,16 +128,17 @@ __global__ void portcv_spline_prefilter_columns(const int* __restrict__ in, cons
         const int* src = in + b * H * wc + s;
         int v[PF_SPAN];
         if (y0 - PF_N >= 0 && y0 + PF_RUN + PF_N <= H) {
+            const int* p = src + (long long)(y0 - PF_N) * wc;
 #pragma unroll
-            for (int i = 0; i < PF_SPAN; ++i) v[i] = src[(long long)(y0 - PF_N + i) * wc];
+            for (int i = 0; i < PF_SPAN; ++i, p += wc) v[i] = *p;
         } else {
 #pragma unroll
             for (int i = 0; i < PF_SPAN; ++i) v[i] = src[(long long)remap(y0 - PF_N + i, H, REFLECT101) * wc];
         }
-        int* dst = out + b * H * wc + s;
+        int* dst = out + b * H * wc + (long long)y0 * wc + s;
 #pragma unroll
-        for (int j = 0; j < PF_RUN; ++j) {
-            if (y0 + j < H) dst[(long long)(y0 + j) * wc] = (int)((prefilter_at(h, v, PF_N + j) + (1 << 23)) >> 24);
+        for (int j = 0; j < PF_RUN; ++j, dst += wc) {
+            if (y0 + j < H) *dst = (int)((prefilter_at(h, v, PF_N + j) + (1 << 23)) >> 24);
         }
     }
 }
@@ -131,33 +148,44 @@ __global__ void portcv_spline_prefilter_columns(const int* __restrict__ in, cons
 // rows the tile's y taps read (the band [lo, lo + n), from the host's table `bands`) into shared
 // memory, each input row's horizontal sum once per tile column; then each output sample combines
 // TAPS of those sums. The host picks tile_rows so every band fits the shared memory it gives.
-// (Two launches through a global int64 buffer of every input row's x pass was the first
-// version: 12 us per QCIF frame x7, and a buffer of H x dw samples that grows with the input's
-// rows even where a large shrink reads few of them.)
-constexpr int ZOOM_TW = 64;
+// A thread makes ZOOM_CPT columns ZOOM_TX apart, so it loads each output row's y taps once for
+// all of them. (Two launches through a global int64 buffer of every input row's x pass was the
+// first version: 12 us per QCIF frame x7, and a buffer of H x dw samples that grows with the
+// input's rows even where a large shrink reads few of them.)
+// Rounding: the final floor((acc + D/2) / D) with
+// D = 2^e q (q odd) is clipped to [0, 255] first: n = acc + D/2 < 0 gives 0, n >= 256 D gives 255,
+// and otherwise floor(n / D) = floor((n >> e) / q) with n >> e < 256 q, a 32-bit division when
+// 256 q <= 2^32 (`narrow`; Table 4's factors) and the 64-bit one otherwise.
+constexpr int ZOOM_TX = 64;
+constexpr int ZOOM_CPT = 2;
+constexpr int ZOOM_TW = ZOOM_TX * ZOOM_CPT;
 constexpr int ZOOM_TY = 4;
 
 template <typename T, int TAPS, bool EXACT>
-__global__ void __launch_bounds__(ZOOM_TW * ZOOM_TY)
+__global__ void __launch_bounds__(ZOOM_TX * ZOOM_TY)
 portcv_spline_zoom_tiles(const T* __restrict__ in, long long planes, int H, int W, int C, int dh, int dw,
                          const int* __restrict__ xi, const int* __restrict__ xw, const int* __restrict__ yi,
                          const int* __restrict__ yw, const int* __restrict__ bands, int tile_rows, int tiles_y,
                          unsigned long long sx_d, unsigned long long sx_m, int sx_s1, int sx_s2, long long half_sx,
-                         int shift, unsigned long long div_d, unsigned long long div_m, int div_s1, int div_s2,
-                         long long half_div, unsigned char* __restrict__ out) {
+                         int shift, long long half_div, long long top, int e, int narrow, unsigned long long q_d,
+                         unsigned long long q_m, int q_s1, int q_s2, unsigned char* __restrict__ out) {
     extern __shared__ long long band[];  // [n][ZOOM_TW]: the x pass of the band's rows
-    const Divisor sx{sx_d, sx_m, sx_s1, sx_s2}, div{div_d, div_m, div_s1, div_s2};
+    const Divisor sx{sx_d, sx_m, sx_s1, sx_s2}, q64{q_d, q_m, q_s1, q_s2};
+    const unsigned int q_m32 = (unsigned int)q_m;  // the 32-bit multiplier when narrow
     const int row_samples = dw * C;
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const int s = blockIdx.x * ZOOM_TW + tx;
-    const bool live = s < row_samples;
-    int cx[TAPS], wx[TAPS];
-    if (live) {
-        const int ox = s / C, c = s - ox * C;
+    const int s0 = blockIdx.x * ZOOM_TW + tx;
+    int cx[ZOOM_CPT][TAPS], wx[ZOOM_CPT][TAPS];
 #pragma unroll
-        for (int k = 0; k < TAPS; ++k) {
-            cx[k] = xi[ox * TAPS + k] * C + c;
-            wx[k] = xw[ox * TAPS + k];
+    for (int j = 0; j < ZOOM_CPT; ++j) {
+        const int s = s0 + j * ZOOM_TX;
+        if (s < row_samples) {
+            const int ox = s / C, c = s - ox * C;
+#pragma unroll
+            for (int k = 0; k < TAPS; ++k) {
+                cx[j][k] = xi[ox * TAPS + k] * C + c;
+                wx[j][k] = xw[ox * TAPS + k];
+            }
         }
     }
     for (long long job = blockIdx.y; job < planes * tiles_y; job += gridDim.y) {  // uniform per block
@@ -167,27 +195,46 @@ portcv_spline_zoom_tiles(const T* __restrict__ in, long long planes, int H, int 
         const int oy0 = tile * tile_rows, oy1 = min(oy0 + tile_rows, dh);
         const T* plane = in + b * H * W * C;
         __syncthreads();  // the previous tile's band has been read
-        if (live) {
-            for (int r = ty; r < n; r += ZOOM_TY) {
-                const T* src = plane + (long long)(lo + r) * W * C;
-                long long row = 0;
+        for (int r = ty; r < n; r += ZOOM_TY) {
+            const T* src = plane + (long long)(lo + r) * W * C;
 #pragma unroll
-                for (int k = 0; k < TAPS; ++k) row += (long long)wx[k] * (long long)src[cx[k]];  // 32 x 32 -> 64
-                if constexpr (!EXACT) row = floor_div(row * (1LL << shift) + half_sx, sx);
-                band[r * ZOOM_TW + tx] = row;
+            for (int j = 0; j < ZOOM_CPT; ++j) {
+                if (s0 + j * ZOOM_TX < row_samples) {
+                    long long row = 0;
+#pragma unroll
+                    for (int k = 0; k < TAPS; ++k) row = mad_wide(wx[j][k], (int)src[cx[j][k]], row);
+                    if constexpr (!EXACT) row = floor_div(row * (1LL << shift) + half_sx, sx);
+                    band[r * ZOOM_TW + tx + j * ZOOM_TX] = row;
+                }
             }
         }
         __syncthreads();
-        if (live) {
-            unsigned char* dst = out + b * dh * (long long)row_samples + s;
-            for (int oy = oy0 + ty; oy < oy1; oy += ZOOM_TY) {
-                long long acc = 0;
+        unsigned char* dst = out + b * dh * (long long)row_samples + s0;
+        for (int oy = oy0 + ty; oy < oy1; oy += ZOOM_TY) {
+            int at[TAPS], wy[TAPS];
 #pragma unroll
-                for (int k = 0; k < TAPS; ++k) {
-                    acc += (long long)yw[oy * TAPS + k] * band[(yi[oy * TAPS + k] - lo) * ZOOM_TW + tx];
+            for (int k = 0; k < TAPS; ++k) {
+                at[k] = (yi[oy * TAPS + k] - lo) * ZOOM_TW + tx;
+                wy[k] = yw[oy * TAPS + k];
+            }
+#pragma unroll
+            for (int j = 0; j < ZOOM_CPT; ++j) {
+                if (s0 + j * ZOOM_TX < row_samples) {
+                    long long acc = half_div;
+#pragma unroll
+                    for (int k = 0; k < TAPS; ++k) acc += (long long)wy[k] * band[at[k] + j * ZOOM_TX];
+                    int v;
+                    if (acc < 0) {
+                        v = 0;
+                    } else if (acc >= top) {
+                        v = 255;
+                    } else if (narrow) {
+                        v = (int)udiv32((unsigned int)(acc >> e), q_m32, q_s1, q_s2);
+                    } else {
+                        v = (int)udiv((unsigned long long)(acc >> e), q64);
+                    }
+                    dst[(long long)oy * row_samples + j * ZOOM_TX] = (unsigned char)v;
                 }
-                acc = floor_div(acc + half_div, div);
-                dst[(long long)oy * row_samples] = (unsigned char)(acc < 0 ? 0 : acc > 255 ? 255 : acc);
             }
         }
     }

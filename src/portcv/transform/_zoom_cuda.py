@@ -23,23 +23,37 @@ from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilt
 
 #: Threads per block of the prefilter passes.
 BLOCK = 256
-#: Output samples per interpolation tile row and threads down it (_zoom_cuda.cu's ZOOM_TW, ZOOM_TY).
-TILE_WIDTH, TILE_THREADS_DOWN = 64, 4
+#: Output samples per interpolation tile row, threads across and down it (_zoom_cuda.cu's ZOOM_TW,
+#: ZOOM_TX, ZOOM_TY).
+TILE_WIDTH, TILE_THREADS_ACROSS, TILE_THREADS_DOWN = 128, 64, 4
 #: Source rows of one tile's x pass in shared memory (int64 each: 48 KiB, the most a block gets
 #: without opting in).
-MAX_BAND_ROWS = 96
+MAX_BAND_ROWS = 48
 #: Taps of the prefilter beyond the centre, fixed in _zoom_cuda.cu (PF_N).
 PREFILTER_REACH = 13
 
 
-def divisor_args(d: int) -> tuple:
-    """Kernel arguments ``(d, m, s1, s2)`` of ``_zoom_cuda.cu``'s division by the constant
-    ``1 <= d <= 2**63`` (Granlund and Montgomery's multiplier, in exact Python integers)."""
-    if not 1 <= d <= 2**63:
-        raise ValueError(f"divisor {d} outside [1, 2**63]")
+def divisor_args(d: int, bits: int = 64) -> tuple:
+    """Kernel arguments ``(d, m, s1, s2)`` of ``_zoom_cuda.cu``'s division of ``bits``-bit
+    unsigned integers by the constant ``1 <= d <= 2**(bits - 1)`` (Granlund and Montgomery's
+    multiplier, in exact Python integers)."""
+    if not 1 <= d <= 2 ** (bits - 1):
+        raise ValueError(f"divisor {d} outside [1, 2**{bits - 1}]")
     ell = (d - 1).bit_length()  # ceil(log2 d)
-    m = (2**64 * (2**ell - d)) // d + 1
+    m = (2**bits * (2**ell - d)) // d + 1
+    assert m < 2**bits
     return np.uint64(d), np.uint64(m), np.int32(min(ell, 1)), np.int32(max(ell - 1, 0))
+
+
+def final_division_args(divisor: int) -> tuple:
+    """Kernel arguments ``(half, top, e, narrow, q, m, s1, s2)`` of the interpolation's
+    ``clip(floor((acc + D/2) / D), 0, 255)`` for ``D = 2**e q``, ``q`` odd: ``top = 256 D``, and the
+    division of ``n >> e < 256 q`` by ``q`` in 32 bits when ``256 q <= 2**32`` (``narrow``)."""
+    e = (divisor & -divisor).bit_length() - 1
+    q = divisor >> e
+    narrow = 256 * q <= 2**32
+    return (np.int64(divisor // 2), np.int64(256 * divisor), np.int32(e), np.int32(narrow),
+            *divisor_args(q, 32 if narrow else 64))
 
 
 def _plane(x: Any, has_channels: bool) -> tuple[int, int, int, int]:
@@ -136,9 +150,9 @@ def _spline_zoom_cupy(coef: Any, *, order: int, size: tuple[int, int], has_chann
     taps = tx.index.shape[1]
     fn = cuda_function(__name__, f"portcv_spline_zoom_tiles<{'unsigned char' if pixels else 'int'},{taps},"
                                  f"{'true' if exact else 'false'}>")
-    fn((-(-dw * c // TILE_WIDTH), min(planes * tiles, 65535)), (TILE_WIDTH, TILE_THREADS_DOWN),
+    fn((-(-dw * c // TILE_WIDTH), min(planes * tiles, 65535)), (TILE_THREADS_ACROSS, TILE_THREADS_DOWN),
        (x, np.int64(planes), np.int32(h), np.int32(w), np.int32(c), np.int32(dh), np.int32(dw), xi, xw, yi, yw,
         bands, np.int32(tile_rows), np.int32(tiles), *divisor_args(tx.total), np.int64(tx.total // 2),
-        np.int32(shift), *divisor_args(divisor), np.int64(divisor // 2), out),
+        np.int32(shift), *final_division_args(divisor), out),
        shared_mem=band_rows * TILE_WIDTH * 8)
     return out

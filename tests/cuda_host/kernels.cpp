@@ -1,0 +1,75 @@
+// The CUDA kernels tests/cuda_host runs on the host, with C entry points for ctypes: grid and
+// block dimensions first, then the kernel's own arguments. Built by test_kernels_on_host.py.
+#include "cuda_host.h"
+
+long long band[1 << 16];  // _zoom_cuda.cu's dynamic shared memory (at most 48 KiB is asked)
+
+#include "../../src/portcv/transform/_zoom_cuda.cu"
+#include "../../src/portcv/filters/_bilateral_cuda.cu"
+
+#define DIMS unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz
+#define LAUNCH(...) host_launch(gx, gy, gz, bx, by, bz, [&] { __VA_ARGS__; })
+
+extern "C" {
+void prefilter_rows(int ch, DIMS, const unsigned char* in, const int* taps, long long rows, int W, int channels,
+                    int* out) {
+    switch (ch) {
+        case 0: LAUNCH(portcv_spline_prefilter_rows<0>(in, taps, rows, W, channels, out)); break;
+        case 1: LAUNCH(portcv_spline_prefilter_rows<1>(in, taps, rows, W, channels, out)); break;
+        case 2: LAUNCH(portcv_spline_prefilter_rows<2>(in, taps, rows, W, channels, out)); break;
+        case 3: LAUNCH(portcv_spline_prefilter_rows<3>(in, taps, rows, W, channels, out)); break;
+        case 4: LAUNCH(portcv_spline_prefilter_rows<4>(in, taps, rows, W, channels, out)); break;
+    }
+}
+
+void prefilter_columns(DIMS, const int* in, const int* taps, long long planes, int H, int wc, int* out) {
+    LAUNCH(portcv_spline_prefilter_columns(in, taps, planes, H, wc, out));
+}
+
+#define ZOOM_TILES(NAME, T, TAPS, EXACT)                                                                          \
+    void NAME(DIMS, const T* in, long long planes, int H, int W, int C, int dh, int dw, const int* xi,               \
+              const int* xw, const int* yi, const int* yw, const int* bands, int tile_rows, int tiles_y,             \
+              unsigned long long sx_d, unsigned long long sx_m, int sx_s1, int sx_s2, long long half_sx, int shift,  \
+              long long half_div, long long top, int e, int narrow, unsigned long long q_d, unsigned long long q_m,  \
+              int q_s1, int q_s2, unsigned char* out) {                                                              \
+        LAUNCH(portcv_spline_zoom_tiles<T, TAPS, EXACT>(in, planes, H, W, C, dh, dw, xi, xw, yi, yw, bands,          \
+                                                        tile_rows, tiles_y, sx_d, sx_m, sx_s1, sx_s2, half_sx,       \
+                                                        shift, half_div, top, e, narrow, q_d, q_m, q_s1, q_s2, out)); \
+    }
+ZOOM_TILES(zoom_tiles_uchar_1_true, unsigned char, 1, true)
+ZOOM_TILES(zoom_tiles_uchar_2_true, unsigned char, 2, true)
+ZOOM_TILES(zoom_tiles_uchar_4_true, unsigned char, 4, true)
+ZOOM_TILES(zoom_tiles_uchar_1_false, unsigned char, 1, false)
+ZOOM_TILES(zoom_tiles_uchar_2_false, unsigned char, 2, false)
+ZOOM_TILES(zoom_tiles_uchar_4_false, unsigned char, 4, false)
+ZOOM_TILES(zoom_tiles_int_1_true, int, 1, true)
+ZOOM_TILES(zoom_tiles_int_2_true, int, 2, true)
+ZOOM_TILES(zoom_tiles_int_4_true, int, 4, true)
+ZOOM_TILES(zoom_tiles_int_1_false, int, 1, false)
+ZOOM_TILES(zoom_tiles_int_2_false, int, 2, false)
+ZOOM_TILES(zoom_tiles_int_4_false, int, 4, false)
+
+#define LIST_HOLES(NAME, V)                                                                                 \
+    void NAME(DIMS, const V* values, long long n, int fill, V* out, unsigned long long* count, long long* holes) { \
+        LAUNCH(portcv_bilateral_list_holes<V>(values, n, fill, out, count, holes));                           \
+    }
+LIST_HOLES(list_holes_uchar, unsigned char)
+LIST_HOLES(list_holes_ushort, unsigned short)
+
+#define FILL_HOLES(NAME, V, CG, L2, WIDE)                                                                     \
+    void NAME(DIMS, const unsigned char* guide, const V* values, const int* table, const int* spatial,         \
+              const int2* offsets, int taps, int H, int W, int border, int fill, const unsigned long long* count, \
+              const long long* holes, V* out) {                                                                 \
+        LAUNCH((portcv_bilateral_fill_holes<V, CG, L2, WIDE>(guide, values, table, spatial, offsets, taps, H, W, \
+                                                             border, fill, count, holes, out)));               \
+    }
+#define FILL_HOLES_CG(V, NAME_V, CG)                                               \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_false_false, V, CG, false, false)      \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_false_true, V, CG, false, true)        \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_true_false, V, CG, true, false)        \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_true_true, V, CG, true, true)
+FILL_HOLES_CG(unsigned char, uchar, 1)
+FILL_HOLES_CG(unsigned char, uchar, 3)
+FILL_HOLES_CG(unsigned short, ushort, 1)
+FILL_HOLES_CG(unsigned short, ushort, 3)
+}

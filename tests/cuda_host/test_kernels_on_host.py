@@ -1,0 +1,173 @@
+"""portcv's CUDA kernels built for the host and run without a GPU, against NumPy.
+
+The CuPy launchers run unchanged with a NumPy stand-in for ``cupy`` and ``cuda_function``
+pointing at the same ``.cu`` sources compiled by g++ with ``cuda_host.h`` (every thread of a
+block is a real thread, ``__syncthreads`` a real barrier, each warp's shuffles an exchange). The
+GPU suite (``tools/gpu_check.sh``) is the proof on the card; this checks the kernels' integer
+arithmetic and indexing on every CI run, where there is no GPU. Kernels covered: the B-spline
+zoom (``_zoom_cuda.cu``) and DCBF's hole list and hole filling (``_bilateral_cuda.cu``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import portcv
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).parent
+SRC = HERE.parent.parent / "src" / "portcv"
+#: A device id no GPU has, so the launchers' per-device caches never mix host and GPU arrays.
+HOST_DEVICE = -1
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("needs g++ (C++20) to build the CUDA sources for the host")
+    out = tmp_path_factory.mktemp("cuda_host") / "kernels.so"
+    cmd = [compiler, "-O1", "-std=c++20", "-shared", "-fPIC", f"-I{SRC / 'backends'}", "-o", str(out),
+           str(HERE / "kernels.cpp"), "-lpthread"]
+    built = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]  # a kernel that does not build is a failure
+    return ctypes.CDLL(str(out))
+
+
+def _c_argument(value):
+    if isinstance(value, np.ndarray):
+        return ctypes.c_void_p(value.ctypes.data)
+    value = np.asarray(value)
+    types_ = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
+              np.dtype(np.uint64): ctypes.c_uint64}
+    assert value.dtype in types_, f"kernel argument of type {value.dtype}"
+    return types_[value.dtype](value.item())
+
+
+def _symbol(name_expression: str) -> tuple[str, list]:
+    """``portcv_spline_zoom_tiles<unsigned char,4,true>`` -> ``zoom_tiles_uchar_4_true``; the
+    prefilter row pass takes its channel count as a leading argument."""
+    base, _, params = name_expression.partition("<")
+    base = re.sub(r"^portcv_(spline_|bilateral_)?", "", base)
+    params = [p.strip().replace("unsigned char", "uchar").replace("unsigned short", "ushort")
+              for p in params.rstrip(">").split(",") if p.strip()]
+    if base == "prefilter_rows":
+        return base, [ctypes.c_int(int(params[0]))]
+    return "_".join([base, *params]), []
+
+
+@pytest.fixture
+def host_cupy(library, monkeypatch):
+    """The CuPy launchers, running the host-built kernels on NumPy arrays."""
+    fake = types.ModuleType("cupy")
+    for name in ("uint8", "uint16", "int32", "int64", "uint64"):
+        setattr(fake, name, getattr(np, name))
+    fake.asarray = lambda a, dtype=None: np.array(a, dtype=dtype)
+    fake.ascontiguousarray = np.ascontiguousarray
+    fake.empty, fake.zeros = np.empty, np.zeros
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    import portcv.backends.cupy as cupy_backend
+
+    def cuda_function(module: str, name_expression: str):
+        symbol, leading = _symbol(name_expression)
+        fn = getattr(library, symbol)
+
+        def launch(grid, block, args, shared_mem=0):
+            assert shared_mem <= 48 * 1024, f"{name_expression} asks for {shared_mem} bytes of shared memory"
+            dims = [ctypes.c_uint(int(v)) for v in (tuple(grid) + (1, 1))[:3] + (tuple(block) + (1, 1))[:3]]
+            fn(*leading, *dims, *map(_c_argument, args))
+
+        return launch
+
+    monkeypatch.setattr(cupy_backend, "cuda_function", cuda_function)
+    monkeypatch.setattr(cupy_backend, "device_constant", lambda values, dtype="int32": np.asarray(values, dtype))
+    monkeypatch.setattr(cupy_backend, "current_device_id", lambda: HOST_DEVICE)
+    monkeypatch.setattr(cupy_backend, "sm_count", lambda: 2)
+    # Few blocks: each host block starts hundreds of threads; the kernels stride over the rest.
+    monkeypatch.setattr(cupy_backend, "launch_1d", lambda n, block=256: ((max(1, min(-(-n // block), 3)),), (block,)))
+    return fake
+
+
+def _zoom_cases(rng, count):
+    for i in range(count):
+        h, w = int(rng.integers(1, 40)), int(rng.integers(1, 45))
+        shape = [h, w]
+        channels = bool(rng.integers(0, 2))
+        if channels:
+            shape.append(int(rng.choice([1, 2, 3, 5])))
+        if rng.integers(0, 2):
+            shape.insert(0, int(rng.integers(1, 4)))
+        sizes = [(int(rng.integers(1, 90)), int(rng.integers(1, 90))), (h * 7, w * 7), (max(1, h // 3), w * 2)]
+        yield i, rng.integers(0, 256, shape, dtype=np.uint8), channels, sizes
+
+
+def test_zoom_kernels_equal_numpy(host_cupy):
+    """Both prefilter passes and the fused interpolation (orders 0, 1, 3; exact and rounded
+    weights, the 32- and 64-bit final division; channels; batches; int32 coefficients at both
+    ends) give NumPy's bits, and a 300x shrink (tiles one output row high)."""
+    from portcv.transform import _zoom
+
+    prefilter = _zoom.spline_prefilter_kernel.overrides
+    interpolate = _zoom.spline_zoom_kernel.overrides
+
+    def same(kind, img, **params):
+        got = kind["cupy"].fn(img, **params)
+        assert got is not NotImplemented, params
+        want = kind["numpy"].fn(img, **params)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (img.shape, params, np.argwhere(got != want)[:5])
+
+    rng = np.random.default_rng(2026)
+    for i, img, channels, sizes in _zoom_cases(rng, 8):
+        same(prefilter, img, has_channels=channels)
+        coef = prefilter["numpy"].fn(img, has_channels=channels)
+        if i % 3 == 0:
+            coef = rng.integers(-(2**31), 2**31, img.shape, dtype=np.int64).astype(np.int32)
+        for order in (0, 1, 3):
+            for size in sizes:
+                same(interpolate, img, order=order, size=size, has_channels=channels, frac_bits=0)
+                same(interpolate, coef, order=order, size=size, has_channels=channels, frac_bits=16)
+    tall = rng.integers(0, 256, (1200, 7), dtype=np.uint8)
+    same(interpolate, prefilter["numpy"].fn(tall, has_channels=False), order=3, size=(4, 5), has_channels=False,
+         frac_bits=16)
+
+
+def test_dcbf_hole_kernels_equal_numpy(host_cupy, monkeypatch):
+    """DCBF's hole list and warp-per-hole filling (uint8/uint16 depth, grey/RGB guides, both
+    norms, square and disk windows, any hole value) give the portable kernel's bits: every call
+    ``dcbf`` makes of the joint bilateral kernel runs both."""
+    from portcv._kernel import Override
+    from portcv.filters import _bilateral
+
+    kernel = _bilateral.bilateral_kernel
+    on_gpu = kernel.overrides["cupy"].fn
+    checked = []
+
+    def both(guide, values, table, spatial, **params):
+        want = kernel.portable(np, guide, values, table, spatial, **params)
+        got = on_gpu(guide, values, np.asarray(table), np.asarray(spatial), **params)
+        assert got is not NotImplemented and np.array_equal(got, want), (values.shape, params)
+        checked.append(params["keep_known"])
+        return want
+
+    monkeypatch.setitem(kernel.overrides, "numpy", Override(both, "tests"))
+    rng = np.random.default_rng(27)
+    for i in range(10):
+        h, w = int(rng.integers(1, 24)), int(rng.integers(1, 24))
+        dtype = (np.uint8, np.uint16)[i % 2]
+        depth = rng.integers(0, 4 if i % 3 == 0 else 300 if dtype == np.uint16 else 256, (h, w)).astype(dtype)
+        color = rng.integers(0, 256, (h, w, 3) if rng.integers(0, 2) else (h, w), dtype=np.uint8)
+        with portcv.using("numpy"):
+            portcv.depth.dcbf(depth, color, ksize=int(rng.choice([3, 5, 11])), sigma_color=float(rng.choice([5, 20])),
+                              window=str(rng.choice(["square", "disk"])), color_norm=str(rng.choice(["l1", "l2"])),
+                              unknown=int(rng.choice([0, 1, 2])))
+    assert len(checked) == 10 and all(checked)

@@ -6,6 +6,7 @@ long long band[1 << 16];  // _zoom_cuda.cu's dynamic shared memory (at most 48 K
 
 #include "../../src/portcv/transform/_zoom_cuda.cu"
 #include "../../src/portcv/filters/_bilateral_cuda.cu"
+#include "../../src/portcv/depth/_propagate_cuda.cu"
 
 #define DIMS unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz
 #define LAUNCH(...) host_launch(gx, gy, gz, bx, by, bz, [&] { __VA_ARGS__; })
@@ -72,4 +73,27 @@ FILL_HOLES_CG(unsigned char, uchar, 1)
 FILL_HOLES_CG(unsigned char, uchar, 3)
 FILL_HOLES_CG(unsigned short, ushort, 1)
 FILL_HOLES_CG(unsigned short, ushort, 3)
+
+void zbuffer_min(DIMS, const long long* dest, const long long* key, long long n, long long slots,
+                 unsigned long long* out) {
+    LAUNCH(portcv_zbuffer_min(dest, key, n, slots, out));
+}
+
+#define PROPAGATION(V, NAME_V)                                                                                     \
+    void depth_project_##NAME_V(DIMS, const V* depth, const long long* m, int height, int width, int dh, int dw,     \
+                                long long unknown, long long max_depth, int bits, long long* dest, long long* key) { \
+        LAUNCH(portcv_depth_project<V>(depth, m, height, width, dh, dw, unknown, max_depth, bits, dest, key));      \
+    }                                                                                                                \
+    void disparity_project_##NAME_V(DIMS, const V* disparity, int height, int width, int direction, int frac_bits,  \
+                                    long long unknown, long long max_value, long long* dest, long long* key) {      \
+        LAUNCH(portcv_disparity_project<V>(disparity, height, width, direction, frac_bits, unknown, max_value, dest, \
+                                           key));                                                                   \
+    }                                                                                                                \
+    void zbuffer_gather_##NAME_V(DIMS, const long long* best, long long slots, long long offset, long long sign,     \
+                                 long long unknown, const unsigned char* color, int channels, int fill, V* depth,    \
+                                 unsigned char* picked) {                                                            \
+        LAUNCH(portcv_zbuffer_gather<V>(best, slots, offset, sign, unknown, color, channels, fill, depth, picked));   \
+    }
+PROPAGATION(unsigned char, uchar)
+PROPAGATION(unsigned short, ushort)
 }

@@ -5,7 +5,8 @@ pointing at the same ``.cu`` sources compiled by g++ with ``cuda_host.h`` (every
 block is a real thread, ``__syncthreads`` a real barrier, each warp's shuffles an exchange). The
 GPU suite (``tools/gpu_check.sh``) is the proof on the card; this checks the kernels' integer
 arithmetic and indexing on every CI run, where there is no GPU. Kernels covered: the B-spline
-zoom (``_zoom_cuda.cu``) and DCBF's hole list and hole filling (``_bilateral_cuda.cu``).
+zoom (``_zoom_cuda.cu``), DCBF's hole list and hole filling (``_bilateral_cuda.cu``) and the
+propagation's projections, z-buffer and gather (``_propagate_cuda.cu``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import portcv
+
+from ..depth.test_propagate import scenes
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +79,7 @@ def host_cupy(library, monkeypatch):
         setattr(fake, name, getattr(np, name))
     fake.asarray = lambda a, dtype=None: np.array(a, dtype=dtype)
     fake.ascontiguousarray = np.ascontiguousarray
-    fake.empty, fake.zeros = np.empty, np.zeros
+    fake.empty, fake.zeros, fake.full = np.empty, np.zeros, np.full
     monkeypatch.setitem(sys.modules, "cupy", fake)
     import portcv.backends.cupy as cupy_backend
 
@@ -96,6 +101,29 @@ def host_cupy(library, monkeypatch):
     # Few blocks: each host block starts hundreds of threads; the kernels stride over the rest.
     monkeypatch.setattr(cupy_backend, "launch_1d", lambda n, block=256: ((max(1, min(-(-n // block), 3)),), (block,)))
     return fake
+
+
+def _compare_through(kernel, monkeypatch, calls):
+    """While the test runs, NumPy's ``kernel`` computes both NumPy's result and the host-built
+    CUDA one (the CuPy launcher on NumPy arrays) and fails where they differ."""
+    from portcv._kernel import Override
+
+    numpy_fn = kernel.overrides["numpy"].fn if "numpy" in kernel.overrides else None
+    on_gpu = kernel.overrides["cupy"].fn
+
+    def both(*arrays, **params):
+        want = numpy_fn(*arrays, **params) if numpy_fn else kernel.portable(np, *arrays, **params)
+        got = on_gpu(*arrays, **params)
+        assert got is not NotImplemented, (kernel.name, params)
+        pairs = zip(want, got) if isinstance(want, tuple) else [(want, got)]
+        for w, g in pairs:
+            assert (w is None) == (g is None), kernel.name
+            if w is not None:
+                assert w.dtype == g.dtype and np.array_equal(w, g), (kernel.name, params)
+        calls.append(kernel.name)
+        return want
+
+    monkeypatch.setitem(kernel.overrides, "numpy", Override(both, "tests"))
 
 
 def _zoom_cases(rng, count):
@@ -143,23 +171,12 @@ def test_zoom_kernels_equal_numpy(host_cupy):
 
 def test_dcbf_hole_kernels_equal_numpy(host_cupy, monkeypatch):
     """DCBF's hole list and warp-per-hole filling (uint8/uint16 depth, grey/RGB guides, both
-    norms, square and disk windows, any hole value) give the portable kernel's bits: every call
-    ``dcbf`` makes of the joint bilateral kernel runs both."""
-    from portcv._kernel import Override
+    norms, square and disk windows, any hole value) give NumPy's bits: every call ``dcbf``
+    makes of the joint bilateral kernel runs both."""
     from portcv.filters import _bilateral
 
-    kernel = _bilateral.bilateral_kernel
-    on_gpu = kernel.overrides["cupy"].fn
     checked = []
-
-    def both(guide, values, table, spatial, **params):
-        want = kernel.portable(np, guide, values, table, spatial, **params)
-        got = on_gpu(guide, values, np.asarray(table), np.asarray(spatial), **params)
-        assert got is not NotImplemented and np.array_equal(got, want), (values.shape, params)
-        checked.append(params["keep_known"])
-        return want
-
-    monkeypatch.setitem(kernel.overrides, "numpy", Override(both, "tests"))
+    _compare_through(_bilateral.bilateral_kernel, monkeypatch, checked)
     rng = np.random.default_rng(27)
     for i in range(10):
         h, w = int(rng.integers(1, 24)), int(rng.integers(1, 24))
@@ -170,4 +187,26 @@ def test_dcbf_hole_kernels_equal_numpy(host_cupy, monkeypatch):
             portcv.depth.dcbf(depth, color, ksize=int(rng.choice([3, 5, 11])), sigma_color=float(rng.choice([5, 20])),
                               window=str(rng.choice(["square", "disk"])), color_norm=str(rng.choice(["l1", "l2"])),
                               unknown=int(rng.choice([0, 1, 2])))
-    assert len(checked) == 10 and all(checked)
+    assert checked == ["joint_bilateral"] * 10
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), seed=st.integers(0, 99))
+def test_propagation_kernels_equal_numpy(host_cupy, monkeypatch, data, seed):
+    """The projections (depth and disparity), the atomicMin z-buffer and the gather (depth and
+    colour) give NumPy's bits on the depth-propagation tests' scenes: holes, ties in depth, many
+    sources per target pixel."""
+    from portcv.depth import _propagate
+
+    calls = []
+    for kernel in (_propagate.project_kernel, _propagate.disparity_project_kernel, _propagate.zbuffer_kernel,
+                   _propagate.gather_kernel):
+        _compare_through(kernel, monkeypatch, calls)
+    depth, K_src, K_dst, R, t, dst_shape = data.draw(scenes())
+    rng = np.random.default_rng(seed)
+    color = rng.integers(0, 256, depth.shape + (3,), dtype=np.uint8)
+    with portcv.using("numpy"):
+        portcv.depth.propagate_color(depth, color, K_src, K_dst, R, t, dst_shape, fill=7)
+        disparity = rng.integers(0, 17, depth.shape).astype(depth.dtype)
+        portcv.depth.warp_disparity(disparity, direction=int(rng.choice([-1, 1])), frac_bits=2, color=color[..., 0])
+    assert sorted(set(calls)) == ["depth_project", "disparity_project", "zbuffer_gather", "zbuffer_min"]

@@ -1,5 +1,5 @@
 // Joint bilateral filter on CUDA (OpenCV's jointBilateralFilter and the depth-colour bilateral
-// filter of portcv.depth.dcbf), one thread per output pixel (with KEEP, per hole). Compiled by
+// filter of portcv.depth.dcbf), one thread per output pixel (with KEEP, one warp per hole). Compiled by
 // portcv.backends.cupy (--std=c++17 --fmad=false); launched by src/portcv/filters/_bilateral_cuda.py. The portable
 // version (src/portcv/filters/_bilateral.py: _bilateral_sums) is the reference, and every step
 // below is its integer arithmetic, per window offset k with spatial weight Ws[k]:

@@ -193,3 +193,59 @@ def interleaved_ms(fns: dict[str, Callable[[], Any]], rounds: int = 15, warmup: 
             fn()
             times[name].append((time.perf_counter() - t0) * 1e3)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def kernel_split_ms(fn, calls=20):
+    """Where a CuPy call's GPU time goes, per portcv kernel: CUDA events around every launch made
+    through ``portcv.backends.cupy.cuda_function``, with the host's dispatch hidden as in
+    :func:`device_ms` (a spinning thread holds the GPU while the calls are queued). Returns
+    ``{kernel: ms per call}`` plus ``"(total)"``; ``"(other)"`` is the rest (CuPy's own kernels,
+    memsets, gaps). ``None`` if the host could not queue the calls behind the spin."""
+    import cupy
+
+    import portcv.backends.cupy as pc
+
+    launches = []
+    original = pc.cuda_function
+
+    def timed(module, name_expression):
+        kernel = original(module, name_expression)
+
+        def launch(*args, **kwargs):
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            kernel(*args, **kwargs)
+            stop.record()
+            launches.append((name_expression.split("<")[0], start, stop))
+        return launch
+
+    pc.cuda_function = timed
+    try:
+        fn()
+        stream = cupy.cuda.get_current_stream()
+        stream.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        stream.synchronize()
+        host_s = time.perf_counter() - t0
+        launches.clear()
+        hz = cupy.cuda.Device().attributes["ClockRate"] * 1e3
+        spin = cupy.RawKernel(_SPIN, "portcv_timing_spin")
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        spin((1,), (1,), (cupy.int64(int(4 * host_s * hz) + 100_000),))
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        if start.done:
+            stream.synchronize()
+            return None
+        stop.synchronize()
+    finally:
+        pc.cuda_function = original
+    split = {"(total)": cupy.cuda.get_elapsed_time(start, stop) / calls}
+    for name, a, b in launches:
+        split[name] = split.get(name, 0.0) + cupy.cuda.get_elapsed_time(a, b) / calls
+    split["(other)"] = split["(total)"] - sum(v for k, v in split.items() if k != "(total)")
+    return split

@@ -1,0 +1,50 @@
+"""Per-kernel GPU time of Table 4's and Table 5's calls on CuPy (timing.kernel_split_ms): which
+kernel of ``zoom`` (prefilter passes, interpolation) and of ``dcbf`` (hole list, hole fill) to
+work on next. Run on a CUDA machine: python tools/kernel_split.py"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+import portcv
+from timing import kernel_split_ms  # tools/, beside this script
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
+from benchmarks import bench_depth as D  # noqa: E402  (the asv suite's inputs)
+
+
+def main() -> int:
+    import cupy
+
+    portcv.use("cupy")
+    rng = np.random.default_rng(0)
+    qcif = cupy.asarray(rng.integers(0, 256, (144, 176), dtype=np.uint8))
+    qcif64 = cupy.asarray(rng.integers(0, 256, (64, 144, 176), dtype=np.uint8))
+    hd = cupy.asarray(rng.integers(0, 256, (1080, 1920), dtype=np.uint8))
+    color = cupy.asarray(D.table5_color())
+    depth8, depth16 = cupy.asarray(D.table5_depth("uint8")), cupy.asarray(D.table5_depth("uint16"))
+    color16, depth16x = cupy.stack([color] * 16), cupy.stack([depth8] * 16)
+    cases = {
+        "zoom QCIF x7": (lambda: portcv.transform.zoom(qcif, 7), 1),
+        "zoom QCIF x7 batch 64": (lambda: portcv.transform.zoom(qcif64, 7), 64),
+        "zoom 1080p x2": (lambda: portcv.transform.zoom(hd, 2), 1),
+        "dcbf uint8": (lambda: portcv.depth.dcbf(depth8, color, D.KSIZE, D.SIGMA_SPACE, D.SIGMA_COLOR), 1),
+        "dcbf uint16": (lambda: portcv.depth.dcbf(depth16, color, D.KSIZE, D.SIGMA_SPACE, D.SIGMA_COLOR), 1),
+        "dcbf uint8 batch 16": (lambda: portcv.depth.dcbf(depth16x, color16, D.KSIZE, D.SIGMA_SPACE,
+                                                          D.SIGMA_COLOR), 16),
+    }
+    for label, (fn, frames) in cases.items():
+        split = kernel_split_ms(fn, calls=10 if frames > 1 else 30)
+        if split is None:
+            print(f"{label}: the host could not queue the calls behind the spin")
+            continue
+        parts = ", ".join(f"{k} {v * 1e3 / frames:.1f}" for k, v in split.items())
+        print(f"{label} (µs per frame): {parts}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,7 @@
 """Per-kernel GPU time of Table 4's and Table 5's calls on CuPy (timing.kernel_split_ms): which
 kernel of ``zoom`` (prefilter passes, interpolation) and of ``dcbf`` (hole list, hole fill) to
-work on next. Run on a CUDA machine: python tools/kernel_split.py"""
+work on next. Run on a CUDA machine: python tools/kernel_split.py [LABEL_PART ...] (only the cases
+whose label contains one of them)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from benchmarks import bench_depth as D  # noqa: E402  (the asv suite's inputs)
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     import cupy
 
     portcv.use("cupy")
@@ -37,6 +38,8 @@ def main() -> int:
                                                           D.SIGMA_COLOR), 16),
     }
     for label, (fn, frames) in cases.items():
+        if argv and not any(part in label for part in argv):
+            continue
         split = kernel_split_ms(fn, calls=10 if frames > 1 else 30)
         if split is None:
             print(f"{label}: the host could not queue the calls behind the spin")
@@ -47,4 +50,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

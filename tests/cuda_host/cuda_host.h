@@ -65,6 +65,20 @@ template <typename T> inline T __shfl_up_sync(unsigned, T v, unsigned d) {
     const unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32;
     return host_exchange(v, lane >= d ? lane - d : lane);
 }
+template <typename T> inline T __shfl_sync(unsigned, T v, int src_lane) { return host_exchange(v, (unsigned)src_lane % 32); }
+// Bit i: lane i's predicate (every lane of the warp takes part, as the kernels call it).
+inline unsigned __ballot_sync(unsigned, int predicate) {
+    const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const unsigned warp = t / 32, threads = blockDim.x * blockDim.y * blockDim.z;
+    host_warp_slots[t] = predicate != 0;
+    host_warp_barriers[warp]->arrive_and_wait();
+    unsigned mask = 0;
+    for (unsigned lane = 0; lane < 32 && warp * 32 + lane < threads; ++lane)
+        if (host_warp_slots[warp * 32 + lane]) mask |= 1u << lane;
+    host_warp_barriers[warp]->arrive_and_wait();
+    return mask;
+}
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
     return std::atomic_ref<unsigned long long>(*p).fetch_add(v);
 }

@@ -32,6 +32,9 @@ __device__ __forceinline__ int window_sums(const unsigned char* __restrict__ gf,
 #pragma unroll
     for (int c = 0; c < CV; ++c) num[c] = 0;
     int den = 0;
+    // Unrolled so the loads of several offsets are in flight together (each offset's loads depend
+    // on each other: offset -> guide and value -> range table).
+#pragma unroll 4
     for (int k = k0; k < taps; k += step) {
         const int2 o = offsets[k];  // (dy, dx) as .x, .y
         const int ny = remap(y + o.x, H, border), nx = remap(x + o.y, W, border);
@@ -79,23 +82,35 @@ __global__ void portcv_joint_bilateral(const unsigned char* __restrict__ guide, 
 }
 
 // KEEP (dcbf's update="holes", one value channel): only the holes walk the window. The first
-// kernel copies every known value and lists the holes (atomicAdd hands out the slots, so the
-// list's order varies from run to run; each hole's result does not depend on it), the second
-// gives each listed hole one warp: lane l sums the window offsets l, l + 32, ... and the lanes'
-// sums are added by shuffles (integers: any order gives the same sums). Table 5's map has 7 %
-// holes: one thread per pixel let nearly every warp walk the window for its one or two holes,
-// and one thread per hole left most of the GPU idle on a frame's 33,000 holes.
+// kernel copies every known value and lists the holes (the list's order varies from run to run;
+// each hole's result does not depend on it), the second gives each listed hole one warp: lane l
+// sums the window offsets l, l + 32, ... and the lanes' sums are added by shuffles (integers: any
+// order gives the same sums). Table 5's map has 7 % holes: one thread per pixel let nearly every
+// warp walk the window for its one or two holes, and one thread per hole left most of the GPU
+// idle on a frame's 33,000 holes.
+// The list is made a warp at a time: one atomicAdd per warp that has holes reserves its slots
+// (one atomicAdd per hole on the single counter took 14 us of Table 5's frame on an H100: the
+// same-address atomics queue at the L2), and each hole lane writes at the count of hole lanes
+// below it. Every lane of a warp runs the same iterations (the loop steps by whole warps), so
+// the whole warp reaches the ballot and the shuffle; blockDim.x is a multiple of 32.
 template <typename V>
 __global__ void portcv_bilateral_list_holes(const V* __restrict__ values, long long n, int fill,
                                             V* __restrict__ out, unsigned long long* __restrict__ count,
                                             long long* __restrict__ holes) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-        const V v = values[i];
-        if ((int)v != fill) {
-            out[i] = v;
-        } else {
-            holes[atomicAdd(count, 1ull)] = i;
-        }
+    const unsigned lane = threadIdx.x & 31;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long first = blockIdx.x * (long long)blockDim.x + (threadIdx.x & ~31u); first < n; first += stride) {
+        const long long i = first + lane;
+        const bool inside = i < n;
+        const V v = inside ? values[i] : (V)0;
+        const bool hole = inside && (int)v == fill;
+        if (inside && !hole) out[i] = v;
+        const unsigned hole_lanes = __ballot_sync(0xffffffffu, hole);
+        if (hole_lanes == 0) continue;  // the same on every lane
+        unsigned long long slot = 0;
+        if (lane == 0) slot = atomicAdd(count, (unsigned long long)__popc(hole_lanes));
+        slot = __shfl_sync(0xffffffffu, slot, 0);
+        if (hole) holes[slot + __popc(hole_lanes & ((1u << lane) - 1u))] = i;
     }
 }
 

@@ -75,6 +75,20 @@ __device__ __forceinline__ long long prefilter_at(const int (&h)[PF_N + 1], cons
     return acc;
 }
 
+// v[i] = the sample at p0 - PF_N + i of an axis of n samples `stride` apart from `src`: a run's
+// span with the reflect101 border; only spans within PF_N of an end remap their indices.
+template <typename T>
+__device__ __forceinline__ void load_span(const T* __restrict__ src, int stride, int p0, int n, int (&v)[PF_SPAN]) {
+    if (p0 - PF_N >= 0 && p0 + PF_RUN + PF_N <= n) {
+        const T* p = src + (long long)(p0 - PF_N) * stride;
+#pragma unroll
+        for (int i = 0; i < PF_SPAN; ++i, p += stride) v[i] = *p;
+    } else {
+#pragma unroll
+        for (int i = 0; i < PF_SPAN; ++i) v[i] = src[(long long)remap(p0 - PF_N + i, n, REFLECT101) * stride];
+    }
+}
+
 // W pass, uint8 -> Q16 int32 (>> 8): rows of W pixels with C interleaved channels (CH; 0: the
 // runtime `channels`); one thread per (row, run of PF_RUN pixels, channel), channel fastest so
 // neighbouring threads read neighbouring bytes.
@@ -93,15 +107,8 @@ __global__ void portcv_spline_prefilter_rows(const unsigned char* __restrict__ i
         const int c = (int)(item - rest * C);
         const long long r = index_div(rest, runs);
         const int p0 = (int)(rest - r * runs) * PF_RUN;
-        const unsigned char* src = in + r * W * C + c;
         int v[PF_SPAN];
-        if (p0 - PF_N >= 0 && p0 + PF_RUN + PF_N <= W) {  // interior: no mirrored index
-#pragma unroll
-            for (int i = 0; i < PF_SPAN; ++i) v[i] = src[(p0 - PF_N + i) * C];
-        } else {
-#pragma unroll
-            for (int i = 0; i < PF_SPAN; ++i) v[i] = src[remap(p0 - PF_N + i, W, REFLECT101) * C];
-        }
+        load_span(in + r * W * C + c, C, p0, W, v);
         int* dst = out + r * W * C + c;
 #pragma unroll
         for (int j = 0; j < PF_RUN; ++j) {
@@ -125,16 +132,8 @@ __global__ void portcv_spline_prefilter_columns(const int* __restrict__ in, cons
         const int s = (int)(item - rest * wc);
         const long long b = index_div(rest, runs);
         const int y0 = (int)(rest - b * runs) * PF_RUN;
-        const int* src = in + b * H * wc + s;
         int v[PF_SPAN];
-        if (y0 - PF_N >= 0 && y0 + PF_RUN + PF_N <= H) {
-            const int* p = src + (long long)(y0 - PF_N) * wc;
-#pragma unroll
-            for (int i = 0; i < PF_SPAN; ++i, p += wc) v[i] = *p;
-        } else {
-#pragma unroll
-            for (int i = 0; i < PF_SPAN; ++i) v[i] = src[(long long)remap(y0 - PF_N + i, H, REFLECT101) * wc];
-        }
+        load_span(in + b * H * wc + s, wc, y0, H, v);
         int* dst = out + b * H * wc + (long long)y0 * wc + s;
 #pragma unroll
         for (int j = 0; j < PF_RUN; ++j, dst += wc) {

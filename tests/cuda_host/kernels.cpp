@@ -3,6 +3,7 @@
 #include "cuda_host.h"
 
 long long band[1 << 16];  // _zoom_cuda.cu's dynamic shared memory (at most 48 KiB is asked)
+unsigned long long warp_slot[1024 / 32 + 1];  // _bilateral_cuda.cu's (the hole list)
 
 #include "../../src/portcv/transform/_zoom_cuda.cu"
 #include "../../src/portcv/filters/_bilateral_cuda.cu"

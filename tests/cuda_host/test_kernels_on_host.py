@@ -187,7 +187,14 @@ def test_dcbf_hole_kernels_equal_numpy(host_cupy, monkeypatch):
             portcv.depth.dcbf(depth, color, ksize=int(rng.choice([3, 5, 11])), sigma_color=float(rng.choice([5, 20])),
                               window=str(rng.choice(["square", "disk"])), color_norm=str(rng.choice(["l1", "l2"])),
                               unknown=int(rng.choice([0, 1, 2])))
-    assert checked == ["joint_bilateral"] * 10
+    # A batch larger than the hole list's grid (64 blocks of 2,048 pixels here): blocks take
+    # several chunks, scattered holes put several in most warps.
+    depth = rng.integers(1, 256, (3, 200, 240), dtype=np.uint8)
+    depth[rng.random(depth.shape) < 0.01] = 0
+    color = rng.integers(0, 256, (3, 200, 240, 3), dtype=np.uint8)
+    with portcv.using("numpy"):
+        portcv.depth.dcbf(depth, color, ksize=5)
+    assert checked == ["joint_bilateral"] * 11
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])

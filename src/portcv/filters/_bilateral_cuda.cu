@@ -32,9 +32,6 @@ __device__ __forceinline__ int window_sums(const unsigned char* __restrict__ gf,
 #pragma unroll
     for (int c = 0; c < CV; ++c) num[c] = 0;
     int den = 0;
-    // Unrolled so the loads of several offsets are in flight together (each offset's loads depend
-    // on each other: offset -> guide and value -> range table).
-#pragma unroll 4
     for (int k = k0; k < taps; k += step) {
         const int2 o = offsets[k];  // (dy, dx) as .x, .y
         const int ny = remap(y + o.x, H, border), nx = remap(x + o.y, W, border);
@@ -88,29 +85,57 @@ __global__ void portcv_joint_bilateral(const unsigned char* __restrict__ guide, 
 // order gives the same sums). Table 5's map has 7 % holes: one thread per pixel let nearly every
 // warp walk the window for its one or two holes, and one thread per hole left most of the GPU
 // idle on a frame's 33,000 holes.
-// The list is made a warp at a time: one atomicAdd per warp that has holes reserves its slots
-// (one atomicAdd per hole on the single counter took 14 us of Table 5's frame on an H100: the
-// same-address atomics queue at the L2), and each hole lane writes at the count of hole lanes
-// below it. Every lane of a warp runs the same iterations (the loop steps by whole warps), so
-// the whole warp reaches the ballot and the shuffle; blockDim.x is a multiple of 32.
+// The list is made a block at a time: a block takes LIST_ITEMS chunks of blockDim.x pixels, each
+// warp counts its holes with ballots, and one atomicAdd per block reserves the slots (one per
+// hole, or one per warp with holes, on the single counter took 14 us of Table 5's frame on an
+// H100: the same-address atomics queue at the L2, and the map's holes are scattered); each hole
+// is written at its warp's first slot plus the hole lanes before it. The loop is uniform per
+// block (the barriers) and every lane runs it (the ballots); blockDim.x is a multiple of 32 and
+// the launcher gives blockDim.x / 32 + 1 slots of dynamic shared memory.
+constexpr int LIST_ITEMS = 8;
+
 template <typename V>
 __global__ void portcv_bilateral_list_holes(const V* __restrict__ values, long long n, int fill,
                                             V* __restrict__ out, unsigned long long* __restrict__ count,
                                             long long* __restrict__ holes) {
-    const unsigned lane = threadIdx.x & 31;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long first = blockIdx.x * (long long)blockDim.x + (threadIdx.x & ~31u); first < n; first += stride) {
-        const long long i = first + lane;
-        const bool inside = i < n;
-        const V v = inside ? values[i] : (V)0;
-        const bool hole = inside && (int)v == fill;
-        if (inside && !hole) out[i] = v;
-        const unsigned hole_lanes = __ballot_sync(0xffffffffu, hole);
-        if (hole_lanes == 0) continue;  // the same on every lane
-        unsigned long long slot = 0;
-        if (lane == 0) slot = atomicAdd(count, (unsigned long long)__popc(hole_lanes));
-        slot = __shfl_sync(0xffffffffu, slot, 0);
-        if (hole) holes[slot + __popc(hole_lanes & ((1u << lane) - 1u))] = i;
+    extern __shared__ unsigned long long warp_slot[];  // [warps + 1]: each warp's first slot, then the block's total
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const long long chunk = (long long)blockDim.x * LIST_ITEMS;
+    for (long long first = blockIdx.x * chunk; first < n; first += gridDim.x * chunk) {
+        unsigned hole_lanes[LIST_ITEMS];
+        unsigned mine = 0;
+#pragma unroll
+        for (int it = 0; it < LIST_ITEMS; ++it) {
+            const long long i = first + (long long)it * blockDim.x + threadIdx.x;
+            const bool inside = i < n;
+            const V v = inside ? values[i] : (V)0;
+            const bool hole = inside && (int)v == fill;
+            if (inside && !hole) out[i] = v;
+            hole_lanes[it] = __ballot_sync(0xffffffffu, hole);
+            mine += __popc(hole_lanes[it]);
+        }
+        if (lane == 0) warp_slot[warp] = mine;
+        __syncthreads();
+        if (threadIdx.x == 0) {  // the warps' counts -> their first slots
+            unsigned long long total = 0;
+            for (unsigned w = 0; w < warps; ++w) {
+                const unsigned long long c = warp_slot[w];
+                warp_slot[w] = total;
+                total += c;
+            }
+            warp_slot[warps] = total > 0 ? atomicAdd(count, total) : 0;
+        }
+        __syncthreads();
+        unsigned long long slot = warp_slot[warps] + warp_slot[warp];
+#pragma unroll
+        for (int it = 0; it < LIST_ITEMS; ++it) {
+            if (hole_lanes[it] >> lane & 1u) {
+                holes[slot + __popc(hole_lanes[it] & ((1u << lane) - 1u))] =
+                    first + (long long)it * blockDim.x + threadIdx.x;
+            }
+            slot += __popc(hole_lanes[it]);
+        }
+        __syncthreads();  // warp_slot is rewritten by the next chunk
     }
 }
 

@@ -22,6 +22,9 @@ from ._bilateral import bilateral_kernel
 #: the hole kernel gives each hole one warp.
 BLOCK = 128
 assert BLOCK % 32 == 0
+#: The hole list's blocks: LIST_BLOCK threads take LIST_ITEMS chunks of LIST_BLOCK pixels (the
+#: .cu's LIST_ITEMS), with one atomicAdd per block for the holes' slots.
+LIST_BLOCK, LIST_ITEMS = 256, 8
 #: common.cuh's Border codes.
 _BORDER_CODES = {"reflect101": 0, "replicate": 1, "constant": 2}
 _VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short"}
@@ -34,7 +37,7 @@ def _bilateral_cupy(guide: Any, values: Any, table: Any, spatial: Any, *, offset
                     keep_known: bool, wide: bool) -> Any:
     import cupy
 
-    from ..backends.cupy import cuda_function, device_constant, launch_1d, sm_count
+    from ..backends.cupy import cuda_function, device_constant, sm_count
 
     value_type = _VALUE_TYPES.get(np.dtype(values.dtype))
     gy, vy = (-3 if guide_channels else -2), (-3 if value_channels else -2)
@@ -60,9 +63,9 @@ def _bilateral_cupy(guide: Any, values: Any, table: Any, spatial: Any, *, offset
     if hole is not None and keep_known:  # list the holes, then one thread per hole
         n = v.size
         count, holes = cupy.zeros(1, dtype=cupy.uint64), cupy.empty(n, dtype=cupy.int64)
-        grid, block = launch_1d(n)
+        grid = (min(-(-n // (LIST_BLOCK * LIST_ITEMS)), sm_count() * 32),)
         cuda_function(__name__, f"portcv_bilateral_list_holes<{value_type}>")(
-            grid, block, (v, np.int64(n), fill, out, count, holes))
+            grid, (LIST_BLOCK,), (v, np.int64(n), fill, out, count, holes), shared_mem=(LIST_BLOCK // 32 + 1) * 8)
         cuda_function(__name__, f"portcv_bilateral_fill_holes<{value_type},{cg},{flag(color_norm == 'l2')},"
                                 f"{flag(wide)}>")(
             (sm_count() * 16,), (BLOCK,),

@@ -49,6 +49,42 @@ extern "C" __global__ void portcv_timing_spin(long long cycles) {
 """
 
 
+def _spin_cycles(fn, calls):
+    """GPU clock cycles a spin must last for the host to queue ``calls`` calls of ``fn`` behind
+    it: four times as long as ``calls`` synchronized calls took."""
+    import cupy
+
+    fn()
+    stream = cupy.cuda.get_current_stream()
+    stream.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    stream.synchronize()
+    hz = cupy.cuda.Device().attributes["ClockRate"] * 1e3  # kHz
+    return int(4 * (time.perf_counter() - t0) * hz) + 100_000
+
+
+def _behind_spin(fn, calls, cycles):
+    """``calls`` calls of ``fn`` queued behind one GPU thread spinning ``cycles``: the CUDA events
+    just before and after them, or ``None`` if the spin ended before the last call was queued
+    (gaps crept in)."""
+    import cupy
+
+    spin = cupy.RawKernel(_SPIN, "portcv_timing_spin")
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    spin((1,), (1,), (cupy.int64(cycles),))
+    start.record()
+    for _ in range(calls):
+        fn()
+    stop.record()
+    if start.done:
+        cupy.cuda.get_current_stream().synchronize()
+        return None
+    stop.synchronize()
+    return start, stop
+
+
 def device_ms(fn, calls=50, rounds=3):
     """GPU time per call with the host's dispatch hidden (CuPy): one thread spins on the GPU while
     the host queues ``calls`` calls behind it, so the CUDA events around them time the calls'
@@ -57,29 +93,13 @@ def device_ms(fn, calls=50, rounds=3):
     as ``calls`` synchronized calls took (a call that waits for the GPU, for one)."""
     import cupy
 
-    spin = cupy.RawKernel(_SPIN, "portcv_timing_spin")
-    fn()
-    stream = cupy.cuda.get_current_stream()
-    stream.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    stream.synchronize()
-    host_s = time.perf_counter() - t0
-    hz = cupy.cuda.Device().attributes["ClockRate"] * 1e3  # kHz
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    cycles = _spin_cycles(fn, calls)
     times = []
     for _ in range(rounds):
-        spin((1,), (1,), (cupy.int64(int(4 * host_s * hz) + 100_000),))
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        if start.done:  # the spin ended before the last call was queued: gaps crept in
-            stream.synchronize()
+        events = _behind_spin(fn, calls, cycles)
+        if events is None:
             return None
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) / calls)
+        times.append(cupy.cuda.get_elapsed_time(*events) / calls)
     return statistics.median(times)
 
 
@@ -221,29 +241,14 @@ def kernel_split_ms(fn, calls=20):
 
     pc.cuda_function = timed
     try:
-        fn()
-        stream = cupy.cuda.get_current_stream()
-        stream.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        stream.synchronize()
-        host_s = time.perf_counter() - t0
+        cycles = _spin_cycles(fn, calls)
         launches.clear()
-        hz = cupy.cuda.Device().attributes["ClockRate"] * 1e3
-        spin = cupy.RawKernel(_SPIN, "portcv_timing_spin")
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        spin((1,), (1,), (cupy.int64(int(4 * host_s * hz) + 100_000),))
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        if start.done:
-            stream.synchronize()
-            return None
-        stop.synchronize()
+        events = _behind_spin(fn, calls, cycles)
     finally:
         pc.cuda_function = original
+    if events is None:
+        return None
+    start, stop = events
     split = {"(total)": cupy.cuda.get_elapsed_time(start, stop) / calls}
     for name, a, b in launches:
         split[name] = split.get(name, 0.0) + cupy.cuda.get_elapsed_time(a, b) / calls

@@ -4,7 +4,8 @@ One step is CHUNK benchmark classes, in the order of asv_bench/results/benchmark
 step cut off by the device's deadline loses only its few classes (asv saves results only when a
 run ends). Parameter combinations whose first value is in SKIP (comma-separated, e.g. "numpy":
 the CPU machine records NumPy) are left out; the regex keeps every other combination and every
-benchmark without parameters. With MISSING (a machine name), only the classes that have no
+benchmark without parameters. A class whose first parameter takes only SKIP values (a NumPy-only
+benchmark such as TrainMCT) keeps them: it would run nothing otherwise. With MISSING (a machine name), only the classes that have no
 result yet in asv_bench/results/MISSING/ are listed: how a later session fills the gaps.
 
     python tools/asv_steps.py CHUNK [SKIP [MISSING]]
@@ -28,19 +29,26 @@ def recorded(machine: str) -> set[str]:
 
 
 def steps(chunk: int, skip: list[str], missing_on: str = "") -> list[str]:
-    names = [name for name in json.loads(BENCHMARKS.read_text()) if name != "version"]
+    suite = json.loads(BENCHMARKS.read_text())
+    names = [name for name in suite if name != "version"]
     if missing_on:
         done = recorded(missing_on)
         names = [name for name in names if name not in done]
     classes = list(dict.fromkeys(name.rsplit(".", 1)[0] for name in names))
     # asv matches a parameterized benchmark as "module.Class.method('cupy', '640x480')"
     first_value = "" if not skip else "(?!%s)" % "|".join(re.escape(f"'{s}'") for s in skip)
+    skipped = {repr(s) for s in skip}
+
+    def only_skipped(cls: str) -> bool:
+        firsts = [suite[n]["params"][0] for n in names if n.rsplit(".", 1)[0] == cls and suite[n].get("params")]
+        return bool(skip) and bool(firsts) and all(set(values) <= skipped for values in firsts)
+
     lines = []
     for start in range(0, len(classes), chunk):
         part = classes[start:start + chunk]
         label = " ".join(c.split(".", 1)[1] for c in part)
-        alternatives = "|".join(re.escape(c) for c in part)
-        lines.append(f"{label}|^({alternatives})\\.[^(]+(\\({first_value}|$)")
+        pieces = [f"{re.escape(c)}\\.[^(]+(\\({'' if only_skipped(c) else first_value}|$)" for c in part]
+        lines.append(f"{label}|^(?:{'|'.join(pieces)})")
     return lines
 
 

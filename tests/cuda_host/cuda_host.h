@@ -38,6 +38,7 @@ HOST_VECTOR4(uint4, unsigned int)
 HOST_VECTOR4(int4, int)
 HOST_VECTOR4(uchar4, unsigned char)
 HOST_VECTOR4(short4, short)
+HOST_VECTOR4(float4, float)
 
 inline thread_local dim3 threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
@@ -96,6 +97,8 @@ inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b)
 inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((unsigned long long)a * b) >> 32); }
 inline int __float2int_rn(float x) { return (int)std::nearbyint(x); }
 inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
+template <typename T> inline T __ldg(const T* p) { return *p; }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 
 // Runs a kernel over the grid: blocks one after another, each block's threads at once.

@@ -4,10 +4,12 @@
 
 long long band[1 << 16];  // _zoom_cuda.cu's dynamic shared memory (at most 48 KiB is asked)
 unsigned long long warp_slot[1024 / 32 + 1];  // _bilateral_cuda.cu's (the hole list)
+alignas(16) unsigned char c3_smem[48 * 1024];  // _convolve3d.cu's taps
 
 #include "../../src/portcv/transform/_zoom_cuda.cu"
 #include "../../src/portcv/filters/_bilateral_cuda.cu"
 #include "../../src/portcv/depth/_propagate_cuda.cu"
+#include "../../src/portcv/volume/_convolve3d.cu"
 
 #define DIMS unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz
 #define LAUNCH(...) host_launch(gx, gy, gz, bx, by, bz, [&] { __VA_ARGS__; })
@@ -97,4 +99,19 @@ void zbuffer_min(DIMS, const long long* dest, const long long* key, long long n,
     }
 PROPAGATION(unsigned char, uchar)
 PROPAGATION(unsigned short, ushort)
+
+#define CONVOLVE3D(NAME, IN, ACC, KW)                                                                          \
+    void NAME(DIMS, const IN* src, int* dst, int Tp, int Hp, int Wp, int T_out, int H, int W, int KT, int KH, int F, \
+              int t_blocks, const int* taps) {                                                                   \
+        LAUNCH((portcv_convolve3d<IN, ACC, KW>(src, dst, Tp, Hp, Wp, T_out, H, W, KT, KH, F, t_blocks, taps)));  \
+    }
+#define CONVOLVE3D_KW(IN, NAME_IN, KW)                               \
+    CONVOLVE3D(convolve3d_##NAME_IN##_float_##KW, IN, float, KW)     \
+    CONVOLVE3D(convolve3d_##NAME_IN##_int_##KW, IN, int, KW)
+#define CONVOLVE3D_IN(IN, NAME_IN) \
+    CONVOLVE3D_KW(IN, NAME_IN, 1) CONVOLVE3D_KW(IN, NAME_IN, 3) CONVOLVE3D_KW(IN, NAME_IN, 5) \
+    CONVOLVE3D_KW(IN, NAME_IN, 7)
+CONVOLVE3D_IN(unsigned char, uchar)
+CONVOLVE3D_IN(unsigned short, ushort)
+CONVOLVE3D_IN(short, short)
 }

@@ -217,3 +217,26 @@ def test_propagation_kernels_equal_numpy(host_cupy, monkeypatch, data, seed):
         disparity = rng.integers(0, 17, depth.shape).astype(depth.dtype)
         portcv.depth.warp_disparity(disparity, direction=int(rng.choice([-1, 1])), frac_bits=2, color=color[..., 0])
     assert sorted(set(calls)) == ["depth_project", "disparity_project", "zbuffer_gather", "zbuffer_min"]
+
+
+def test_convolve3d_kernel_equals_numpy(host_cupy, monkeypatch):
+    """The direct 3-D convolution kernel (float and int accumulators; uint8, uint16 and int16
+    video; odd kernel sides 1-7, banks of kernels, batches, fewer output frames than a thread's
+    run) gives NumPy's bits."""
+    from portcv.volume import _convolve3d
+
+    checked = []
+    _compare_through(_convolve3d.convolve3d_direct_kernel, monkeypatch, checked)
+    rng = np.random.default_rng(31)
+    for i in range(12):
+        kt, kh, kw = (int(rng.choice([1, 3, 5])), int(rng.choice([1, 3, 5])), int(rng.choice([1, 3, 5, 7])))
+        t, h, w = kt + int(rng.integers(0, 7)), kh + int(rng.integers(0, 12)), kw + int(rng.integers(0, 140))
+        dtype = (np.uint8, np.uint16, np.int16)[i % 3]
+        info = np.iinfo(dtype)
+        video = rng.integers(info.min, int(info.max) + 1, ((2,) if i % 4 == 0 else ()) + (t, h, w)).astype(dtype)
+        # Small taps keep the float accumulator exact (below 2**24); large ones take the int path.
+        reach = 3 if i % 2 == 0 else 2000
+        kernel = rng.integers(-reach, reach + 1, ((2,) if i % 5 == 0 else ()) + (kt, kh, kw))
+        with portcv.using("numpy"):
+            portcv.volume.convolve3d(video, kernel, method="direct", out_dtype="int32")
+    assert checked == ["convolve3d_direct"] * 12

@@ -5,8 +5,9 @@ step cut off by the device's deadline loses only its few classes (asv saves resu
 run ends). Parameter combinations whose first value is in SKIP (comma-separated, e.g. "numpy":
 the CPU machine records NumPy) are left out; the regex keeps every other combination and every
 benchmark without parameters. A class whose first parameter takes only SKIP values (a NumPy-only
-benchmark such as TrainMCT) keeps them: it would run nothing otherwise. With MISSING (a machine name), only the classes that have no
-result yet in asv_bench/results/MISSING/ are listed: how a later session fills the gaps.
+benchmark such as TrainMCT) keeps them: it would run nothing otherwise. With MISSING (a machine
+name), only the classes that have no result yet in asv_bench/results/MISSING/ are listed: how a
+later session fills the gaps.
 
     python tools/asv_steps.py CHUNK [SKIP [MISSING]]
 """
@@ -37,11 +38,13 @@ def steps(chunk: int, skip: list[str], missing_on: str = "") -> list[str]:
     classes = list(dict.fromkeys(name.rsplit(".", 1)[0] for name in names))
     # asv matches a parameterized benchmark as "module.Class.method('cupy', '640x480')"
     first_value = "" if not skip else "(?!%s)" % "|".join(re.escape(f"'{s}'") for s in skip)
+    # The values of each class's first parameter (asv stores them as reprs, e.g. "'numpy'").
+    firsts: dict[str, set] = {}
+    for name in names:
+        if suite[name].get("params"):
+            firsts.setdefault(name.rsplit(".", 1)[0], set()).update(suite[name]["params"][0])
     skipped = {repr(s) for s in skip}
-
-    def only_skipped(cls: str) -> bool:
-        firsts = [suite[n]["params"][0] for n in names if n.rsplit(".", 1)[0] == cls and suite[n].get("params")]
-        return bool(skip) and bool(firsts) and all(set(values) <= skipped for values in firsts)
+    only_skipped = lambda cls: bool(skip) and cls in firsts and firsts[cls] <= skipped  # noqa: E731
 
     lines = []
     for start in range(0, len(classes), chunk):

@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 import sys
 
-import numpy as np
-
 import portcv
 from timing import kernel_split_ms  # tools/, beside this script
+from zoom_timing import table4_cases
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
 from benchmarks import bench_depth as D  # noqa: E402  (the asv suite's inputs)
@@ -21,22 +20,17 @@ def main(argv: list[str]) -> int:
     import cupy
 
     portcv.use("cupy")
-    rng = np.random.default_rng(0)
-    qcif = cupy.asarray(rng.integers(0, 256, (144, 176), dtype=np.uint8))
-    qcif64 = cupy.asarray(rng.integers(0, 256, (64, 144, 176), dtype=np.uint8))
-    hd = cupy.asarray(rng.integers(0, 256, (1080, 1920), dtype=np.uint8))
+    cases = {}
+    for label, frames, factor, count in table4_cases():
+        x = cupy.asarray(frames)
+        cases[f"zoom {label}"] = ((lambda x=x, factor=factor: portcv.transform.zoom(x, factor)), count)
     color = cupy.asarray(D.table5_color())
     depth8, depth16 = cupy.asarray(D.table5_depth("uint8")), cupy.asarray(D.table5_depth("uint16"))
-    color16, depth16x = cupy.stack([color] * 16), cupy.stack([depth8] * 16)
-    cases = {
-        "zoom QCIF x7": (lambda: portcv.transform.zoom(qcif, 7), 1),
-        "zoom QCIF x7 batch 64": (lambda: portcv.transform.zoom(qcif64, 7), 64),
-        "zoom 1080p x2": (lambda: portcv.transform.zoom(hd, 2), 1),
-        "dcbf uint8": (lambda: portcv.depth.dcbf(depth8, color, D.KSIZE, D.SIGMA_SPACE, D.SIGMA_COLOR), 1),
-        "dcbf uint16": (lambda: portcv.depth.dcbf(depth16, color, D.KSIZE, D.SIGMA_SPACE, D.SIGMA_COLOR), 1),
-        "dcbf uint8 batch 16": (lambda: portcv.depth.dcbf(depth16x, color16, D.KSIZE, D.SIGMA_SPACE,
-                                                          D.SIGMA_COLOR), 16),
-    }
+    color_batch, depth8_batch = cupy.stack([color] * 16), cupy.stack([depth8] * 16)
+    dcbf = lambda d, c: portcv.depth.dcbf(d, c, D.KSIZE, D.SIGMA_SPACE, D.SIGMA_COLOR)  # noqa: E731
+    cases["dcbf uint8"] = (lambda: dcbf(depth8, color), 1)
+    cases["dcbf uint16"] = (lambda: dcbf(depth16, color), 1)
+    cases["dcbf uint8 batch 16"] = (lambda: dcbf(depth8_batch, color_batch), 16)
     for label, (fn, frames) in cases.items():
         if argv and not any(part in label for part in argv):
             continue

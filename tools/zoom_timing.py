@@ -16,15 +16,20 @@ import portcv
 from timing import device_ms, gpu_time_ms, jax_queue_ms, synced_ms
 
 
+def table4_cases() -> list:
+    """``(label, frames, factor, frame count)``: one QCIF frame and a batch of 64 x7, and 1080p x2
+    (random uint8, seed 0); tools/kernel_split.py times the same."""
+    rng = np.random.default_rng(0)
+    return [("QCIF x7, 1 frame", rng.integers(0, 256, (144, 176), dtype=np.uint8), 7, 1),
+            ("QCIF x7, batch of 64", rng.integers(0, 256, (64, 144, 176), dtype=np.uint8), 7, 64),
+            ("1080p x2 (4K)", rng.integers(0, 256, (1080, 1920), dtype=np.uint8), 2, 1)]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--backends", default="cupy,jax")
     backends = p.parse_args().backends.split(",")
-    rng = np.random.default_rng(0)
-    cases = [("QCIF x7, 1 frame", rng.integers(0, 256, (144, 176), dtype=np.uint8), 7, 1),
-             ("QCIF x7, batch of 64", rng.integers(0, 256, (64, 144, 176), dtype=np.uint8), 7, 64),
-             ("1080p x2 (4K)", rng.integers(0, 256, (1080, 1920), dtype=np.uint8), 2, 1)]
-    for label, frames, factor, count in cases:
+    for label, frames, factor, count in table4_cases():
         for name in backends:
             with portcv.using(name) as b:
                 x = portcv.asarray(frames)

@@ -5,6 +5,7 @@
 long long band[1 << 16];  // _zoom_cuda.cu's dynamic shared memory (at most 48 KiB is asked)
 unsigned long long warp_slot[1024 / 32 + 1];  // _bilateral_cuda.cu's (the hole list)
 alignas(16) unsigned char c3_smem[48 * 1024];  // _convolve3d.cu's taps
+int fill_shared[1 << 13];  // _bilateral_cuda.cu's hole fill
 
 #include "../../src/portcv/transform/_zoom_cuda.cu"
 #include "../../src/portcv/filters/_bilateral_cuda.cu"
@@ -60,18 +61,23 @@ ZOOM_TILES(zoom_tiles_int_4_false, int, 4, false)
 LIST_HOLES(list_holes_uchar, unsigned char)
 LIST_HOLES(list_holes_ushort, unsigned short)
 
-#define FILL_HOLES(NAME, V, CG, L2, WIDE)                                                                     \
+#define FILL_HOLES(NAME, V, CG, L2, WIDE, SHARED)                                                            \
     void NAME(DIMS, const unsigned char* guide, const V* values, const int* table, const int* spatial,         \
-              const int2* offsets, int taps, int H, int W, int border, int fill, const unsigned long long* count, \
-              const long long* holes, V* out) {                                                                 \
-        LAUNCH((portcv_bilateral_fill_holes<V, CG, L2, WIDE>(guide, values, table, spatial, offsets, taps, H, W, \
-                                                             border, fill, count, holes, out)));               \
+              const int2* offsets, int taps, int reach, int table_len, int H, int W, int border, int fill,      \
+              const unsigned long long* count, const long long* holes, V* out) {                                \
+        LAUNCH((portcv_bilateral_fill_holes<V, CG, L2, WIDE, SHARED>(guide, values, table, spatial, offsets,   \
+                                                                     taps, reach, table_len, H, W, border, fill, \
+                                                                     count, holes, out)));                      \
     }
-#define FILL_HOLES_CG(V, NAME_V, CG)                                               \
-    FILL_HOLES(fill_holes_##NAME_V##_##CG##_false_false, V, CG, false, false)      \
-    FILL_HOLES(fill_holes_##NAME_V##_##CG##_false_true, V, CG, false, true)        \
-    FILL_HOLES(fill_holes_##NAME_V##_##CG##_true_false, V, CG, true, false)        \
-    FILL_HOLES(fill_holes_##NAME_V##_##CG##_true_true, V, CG, true, true)
+#define FILL_HOLES_CG(V, NAME_V, CG)                                                        \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_false_false_false, V, CG, false, false, false)  \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_false_true_false, V, CG, false, true, false)    \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_true_false_false, V, CG, true, false, false)    \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_true_true_false, V, CG, true, true, false)      \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_false_false_true, V, CG, false, false, true)    \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_false_true_true, V, CG, false, true, true)      \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_true_false_true, V, CG, true, false, true)      \
+    FILL_HOLES(fill_holes_##NAME_V##_##CG##_true_true_true, V, CG, true, true, true)
 FILL_HOLES_CG(unsigned char, uchar, 1)
 FILL_HOLES_CG(unsigned char, uchar, 3)
 FILL_HOLES_CG(unsigned short, ushort, 1)

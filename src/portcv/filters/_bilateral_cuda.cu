@@ -18,25 +18,44 @@
 template <bool WIDE> struct Accumulator { using type = int; };
 template <> struct Accumulator<true> { using type = long long; };
 
+// Where window offset k's neighbour is: its index in the frame (false: outside, constant border).
+// Bordered remaps rows and columns by `border`; Interior adds the offset's index step dy W + dx,
+// for a centre whose whole window is inside the frame.
+struct Bordered {
+    const int2* __restrict__ offsets;  // (dy, dx) as .x, .y
+    int H, W, y, x, border;
+    __device__ __forceinline__ bool operator()(int k, long long& at) const {
+        const int2 o = offsets[k];
+        const int ny = remap(y + o.x, H, border), nx = remap(x + o.y, W, border);
+        at = (long long)ny * W + nx;
+        return ny >= 0 && nx >= 0;
+    }
+};
+struct Interior {
+    const int* __restrict__ steps;
+    long long centre;
+    __device__ __forceinline__ bool operator()(int k, long long& at) const {
+        at = centre + steps[k];
+        return true;
+    }
+};
+
 // One output pixel's sums over the window offsets k0, k0 + step, ...: num[c] (Acc) and the
-// returned den (int).
-template <typename V, int CG, int CV, bool L2, bool HOLE, typename Acc>
+// returned den (int). `centre` is the pixel's index in the frame.
+template <typename V, int CG, int CV, bool L2, bool HOLE, typename Acc, typename Locate>
 __device__ __forceinline__ int window_sums(const unsigned char* __restrict__ gf, const V* __restrict__ vf,
                                            const int* __restrict__ table, const int* __restrict__ spatial,
-                                           const int2* __restrict__ offsets, int taps, int H, int W, int y, int x,
-                                           int border, int fill, Acc* num, int k0 = 0, int step = 1) {
-    const unsigned char* gc = gf + ((long long)y * W + x) * CG;
+                                           int taps, long long centre, const Locate& locate, int fill, Acc* num,
+                                           int k0 = 0, int step = 1) {
     int g0[CG];
 #pragma unroll
-    for (int c = 0; c < CG; ++c) g0[c] = gc[c];
+    for (int c = 0; c < CG; ++c) g0[c] = gf[centre * CG + c];
 #pragma unroll
     for (int c = 0; c < CV; ++c) num[c] = 0;
     int den = 0;
     for (int k = k0; k < taps; k += step) {
-        const int2 o = offsets[k];  // (dy, dx) as .x, .y
-        const int ny = remap(y + o.x, H, border), nx = remap(x + o.y, W, border);
-        const bool inside = ny >= 0 && nx >= 0;
-        const long long at = (long long)ny * W + nx;
+        long long at;
+        const bool inside = locate(k, at);
         int delta = 0;
 #pragma unroll
         for (int c = 0; c < CG; ++c) {
@@ -71,7 +90,8 @@ __global__ void portcv_joint_bilateral(const unsigned char* __restrict__ guide, 
         const int f = r / H, y = r - f * H;
         Acc num[CV];
         const int den = window_sums<V, CG, CV, L2, HOLE>(guide + (long long)f * H * W * CG, values + (long long)f * H * W * CV,
-                                                         table, spatial, offsets, taps, H, W, y, x, border, fill, num);
+                                                         table, spatial, taps, (long long)y * W + x,
+                                                         Bordered{offsets, H, W, y, x, border}, fill, num);
         V* o = out + ((long long)f * H * W + (long long)y * W + x) * CV;
 #pragma unroll
         for (int c = 0; c < CV; ++c) o[c] = (V)(den > 0 ? (num[c] + (Acc)(den / 2)) / (Acc)den : HOLE ? (Acc)fill : (Acc)0);
@@ -139,13 +159,32 @@ __global__ void portcv_bilateral_list_holes(const V* __restrict__ values, long l
     }
 }
 
-template <typename V, int CG, bool L2, bool WIDE>
+// The fill's block first copies what every hole reads into shared memory: each offset's index
+// step dy W + dx and spatial weight and, with SHARED_TABLE, the range table (table_len entries);
+// the launcher gives 8 taps (+ 4 table_len) bytes of dynamic shared memory. A hole whose window
+// is inside the frame (`reach` from every side; the launcher makes it unreachable where dy W + dx
+// would not fit an int) adds the steps, the others remap by `border`.
+template <typename V, int CG, bool L2, bool WIDE, bool SHARED_TABLE>
 __global__ void portcv_bilateral_fill_holes(const unsigned char* __restrict__ guide, const V* __restrict__ values,
                                             const int* __restrict__ table, const int* __restrict__ spatial,
-                                            const int2* __restrict__ offsets, int taps, int H, int W, int border,
-                                            int fill, const unsigned long long* __restrict__ count,
+                                            const int2* __restrict__ offsets, int taps, int reach, int table_len,
+                                            int H, int W, int border, int fill,
+                                            const unsigned long long* __restrict__ count,
                                             const long long* __restrict__ holes, V* __restrict__ out) {
     using Acc = typename Accumulator<WIDE>::type;
+    extern __shared__ int fill_shared[];  // [taps] index steps, [taps] spatial weights, [table_len] range table
+    int* steps = fill_shared;
+    int* weights = steps + taps;
+    int* range = weights + taps;
+    for (int k = threadIdx.x; k < taps; k += blockDim.x) {
+        steps[k] = (int)((long long)offsets[k].x * W + offsets[k].y);  // unused where it does not fit (reach)
+        weights[k] = spatial[k];
+    }
+    if constexpr (SHARED_TABLE) {
+        for (int k = threadIdx.x; k < table_len; k += blockDim.x) range[k] = table[k];
+    }
+    __syncthreads();
+    const int* ranges = SHARED_TABLE ? range : table;
     const long long n = (long long)*count, plane = (long long)H * W;
     const int lane = threadIdx.x & 31;  // blockDim.x is a multiple of 32 (the launcher's BLOCK)
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
@@ -153,9 +192,17 @@ __global__ void portcv_bilateral_fill_holes(const unsigned char* __restrict__ gu
     for (long long j = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; j < n; j += warps) {
         const long long i = holes[j], f = i / plane, at = i - f * plane;
         const int y = (int)(at / W), x = (int)(at - (long long)y * W);
+        const unsigned char* gf = guide + f * plane * CG;
+        const V* vf = values + f * plane;
         Acc num[1];
-        int den = window_sums<V, CG, 1, L2, true>(guide + f * plane * CG, values + f * plane, table, spatial,
-                                                  offsets, taps, H, W, y, x, border, fill, num, lane, 32);
+        int den;
+        if (y >= reach && y < H - reach && x >= reach && x < W - reach) {  // the same on every lane
+            den = window_sums<V, CG, 1, L2, true>(gf, vf, ranges, weights, taps, at, Interior{steps, at}, fill, num,
+                                                  lane, 32);
+        } else {
+            den = window_sums<V, CG, 1, L2, true>(gf, vf, ranges, weights, taps, at,
+                                                  Bordered{offsets, H, W, y, x, border}, fill, num, lane, 32);
+        }
         Acc sum = num[0];
 #pragma unroll
         for (int width = 16; width > 0; width >>= 1) {

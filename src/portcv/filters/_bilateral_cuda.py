@@ -25,6 +25,9 @@ assert BLOCK % 32 == 0
 #: The hole list's blocks: LIST_BLOCK threads take LIST_ITEMS chunks of LIST_BLOCK pixels (the
 #: .cu's LIST_ITEMS), with one atomicAdd per block for the holes' slots.
 LIST_BLOCK, LIST_ITEMS = 256, 8
+#: Range tables up to this many entries (an L1 norm's: 766 for RGB) go to the hole fill's shared
+#: memory; an L2 norm's (up to 195,076 for RGB) stay in global memory.
+SHARED_TABLE_ENTRIES = 2048
 #: common.cuh's Border codes.
 _BORDER_CODES = {"reflect101": 0, "replicate": 1, "constant": 2}
 _VALUE_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short"}
@@ -66,11 +69,15 @@ def _bilateral_cupy(guide: Any, values: Any, table: Any, spatial: Any, *, offset
         grid = (min(-(-n // (LIST_BLOCK * LIST_ITEMS)), sm_count() * 32),)
         cuda_function(__name__, f"portcv_bilateral_list_holes<{value_type}>")(
             grid, (LIST_BLOCK,), (v, np.int64(n), fill, out, count, holes), shared_mem=(LIST_BLOCK // 32 + 1) * 8)
+        # Windows inside the frame take index steps dy * width + dx, while those fit an int32.
+        reach = radius if radius * (width + 1) < 2**31 else max(height, width)
+        shared_table = table.size <= SHARED_TABLE_ENTRIES
         cuda_function(__name__, f"portcv_bilateral_fill_holes<{value_type},{cg},{flag(color_norm == 'l2')},"
-                                f"{flag(wide)}>")(
+                                f"{flag(wide)},{flag(shared_table)}>")(
             (sm_count() * 16,), (BLOCK,),
-            (g, v, *common, np.int32(height), np.int32(width), np.int32(_BORDER_CODES[border]), fill, count, holes,
-             out))
+            (g, v, *common, np.int32(reach), np.int32(table.size), np.int32(height), np.int32(width),
+             np.int32(_BORDER_CODES[border]), fill, count, holes, out),
+            shared_mem=8 * len(offsets) + (4 * table.size if shared_table else 0))
         return out
     fn = cuda_function(__name__, f"portcv_joint_bilateral<{value_type},{cg},{cv},{flag(color_norm == 'l2')},"
                                  f"{flag(wide)},{flag(hole is not None)}>")

@@ -5,6 +5,7 @@
 long long band[1 << 16];  // _zoom_cuda.cu's dynamic shared memory (at most 48 KiB is asked)
 unsigned long long warp_slot[1024 / 32 + 1];  // _bilateral_cuda.cu's (the hole list)
 alignas(16) unsigned char c3_smem[48 * 1024];  // _convolve3d.cu's taps
+int pf_shared[48 * 1024 / 4];  // _zoom_cuda.cu's prefilter tiles
 int fill_shared[1 << 13];  // _bilateral_cuda.cu's hole fill
 
 #include "../../src/portcv/transform/_zoom_cuda.cu"
@@ -16,19 +17,9 @@ int fill_shared[1 << 13];  // _bilateral_cuda.cu's hole fill
 #define LAUNCH(...) host_launch(gx, gy, gz, bx, by, bz, [&] { __VA_ARGS__; })
 
 extern "C" {
-void prefilter_rows(int ch, DIMS, const unsigned char* in, const int* taps, long long rows, int W, int channels,
-                    int* out) {
-    switch (ch) {
-        case 0: LAUNCH(portcv_spline_prefilter_rows<0>(in, taps, rows, W, channels, out)); break;
-        case 1: LAUNCH(portcv_spline_prefilter_rows<1>(in, taps, rows, W, channels, out)); break;
-        case 2: LAUNCH(portcv_spline_prefilter_rows<2>(in, taps, rows, W, channels, out)); break;
-        case 3: LAUNCH(portcv_spline_prefilter_rows<3>(in, taps, rows, W, channels, out)); break;
-        case 4: LAUNCH(portcv_spline_prefilter_rows<4>(in, taps, rows, W, channels, out)); break;
-    }
-}
-
-void prefilter_columns(DIMS, const int* in, const int* taps, long long planes, int H, int wc, int* out) {
-    LAUNCH(portcv_spline_prefilter_columns(in, taps, planes, H, wc, out));
+void prefilter_tiles(DIMS, const unsigned char* in, const int* taps, long long planes, int H, int W, int C, int rows,
+                     int px, int tiles_y, int* out) {
+    LAUNCH(portcv_spline_prefilter_tiles(in, taps, planes, H, W, C, rows, px, tiles_y, out));
 }
 
 #define ZOOM_TILES(NAME, T, TAPS, EXACT)                                                                          \

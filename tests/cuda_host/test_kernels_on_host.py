@@ -60,14 +60,11 @@ def _c_argument(value):
 
 
 def _symbol(name_expression: str) -> tuple[str, list]:
-    """``portcv_spline_zoom_tiles<unsigned char,4,true>`` -> ``zoom_tiles_uchar_4_true``; the
-    prefilter row pass takes its channel count as a leading argument."""
+    """``portcv_spline_zoom_tiles<unsigned char,4,true>`` -> ``zoom_tiles_uchar_4_true``."""
     base, _, params = name_expression.partition("<")
     base = re.sub(r"^portcv_(spline_|bilateral_)?", "", base)
     params = [p.strip().replace("unsigned char", "uchar").replace("unsigned short", "ushort")
               for p in params.rstrip(">").split(",") if p.strip()]
-    if base == "prefilter_rows":
-        return base, [ctypes.c_int(int(params[0]))]
     return "_".join([base, *params]), []
 
 
@@ -140,9 +137,10 @@ def _zoom_cases(rng, count):
 
 
 def test_zoom_kernels_equal_numpy(host_cupy):
-    """Both prefilter passes and the fused interpolation (orders 0, 1, 3; exact and rounded
-    weights, the 32- and 64-bit final division; channels; batches; int32 coefficients at both
-    ends) give NumPy's bits, and a 300x shrink (tiles one output row high)."""
+    """The fused prefilter (tiles inside and across the frame, 1-13 channels) and the fused
+    interpolation (orders 0, 1, 3; exact and rounded weights, the 32- and 64-bit final division;
+    channels; batches; int32 coefficients at both ends) give NumPy's bits, and a 300x shrink
+    (tiles one output row high)."""
     from portcv.transform import _zoom
 
     prefilter = _zoom.spline_prefilter_kernel.overrides
@@ -164,6 +162,9 @@ def test_zoom_kernels_equal_numpy(host_cupy):
             for size in sizes:
                 same(interpolate, img, order=order, size=size, has_channels=channels, frac_bits=0)
                 same(interpolate, coef, order=order, size=size, has_channels=channels, frac_bits=16)
+    for shape, channels in (((150, 200), False), ((70, 90, 3), True), ((2, 20, 30, 13), True)):
+        same(prefilter, rng.integers(0, 256, shape, dtype=np.uint8), has_channels=channels)
+    assert prefilter["cupy"].fn(np.zeros((9, 9, 22), np.uint8), has_channels=True) is NotImplemented
     tall = rng.integers(0, 256, (1200, 7), dtype=np.uint8)
     same(interpolate, prefilter["numpy"].fn(tall, has_channels=False), order=3, size=(4, 5), has_channels=False,
          frac_bits=16)

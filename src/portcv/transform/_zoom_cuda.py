@@ -4,10 +4,10 @@ module at its end, which registers the overrides.
 
 The portable code on CuPy is dozens of small CuPy calls per frame (a slice, a product and a sum
 per tap and pass), so its time is the host's: about 1.3 ms for the prefilter and 1.7 ms for the
-interpolation of one QCIF frame x7. Here each prefilter pass is one launch (a thread filters a
-run of 8 samples from registers) and the interpolation one more (a block computes the x pass of
-the rows its output tile reads into shared memory, then the tile), with the portable version's
-integer arithmetic.
+interpolation of one QCIF frame x7. Here the prefilter is one launch (a block copies its tile and
+a border into shared memory and runs both passes there; a thread filters a run of 8 samples from
+registers) and the interpolation one more (a block computes the x pass of the rows its output
+tile reads into shared memory, then the tile), with the portable version's integer arithmetic.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ import numpy as np
 from ._integral import _plane_shape
 from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilter_kernel, spline_zoom_kernel
 
-#: Threads per block of the prefilter passes.
-BLOCK = 256
 #: Output samples per interpolation tile row, threads across and down it (_zoom_cuda.cu's ZOOM_TW,
 #: ZOOM_TX, ZOOM_TY).
 TILE_WIDTH, TILE_THREADS_ACROSS, TILE_THREADS_DOWN = 128, 64, 4
@@ -95,11 +93,11 @@ def _axis_on_device(order: int, n_in: int, n_out: int, device_id: int) -> tuple[
     return cupy.asarray(table.index), cupy.asarray(table.weight.astype(np.int32))
 
 
-@spline_prefilter_kernel.override("cupy", supports="uint8 images")
+@spline_prefilter_kernel.override("cupy", supports="uint8 images of up to 21 channels")
 def _spline_prefilter_cupy(img: Any, *, has_channels: bool) -> Any:
     import cupy
 
-    from ..backends.cupy import cuda_function, device_constant, launch_1d
+    from ..backends.cupy import cuda_function, device_constant
 
     taps = prefilter_taps()
     if img.dtype != cupy.uint8 or len(taps) != PREFILTER_REACH + 1:
@@ -109,16 +107,42 @@ def _spline_prefilter_cupy(img: Any, *, has_channels: bool) -> Any:
     out = cupy.empty(x.shape, dtype=cupy.int32)
     if out.size == 0:
         return out
-    h_taps = device_constant(taps, "int32")  # each below 2**25
-    rows = cupy.empty(x.shape, dtype=cupy.int32)  # the W pass, Q16
-    runs = lambda n: -(-n // 8)  # noqa: E731  (PF_RUN outputs per thread)
-    grid, block = launch_1d(planes * h * runs(w) * c, BLOCK)
-    cuda_function(__name__, f"portcv_spline_prefilter_rows<{c if c <= 4 else 0}>")(  # 0: any channel count
-        grid, block, (x, h_taps, np.int64(planes * h), np.int32(w), np.int32(c), rows))
-    grid, block = launch_1d(planes * runs(h) * w * c, BLOCK)
-    cuda_function(__name__, "portcv_spline_prefilter_columns")(
-        grid, block, (rows, h_taps, np.int64(planes), np.int32(h), np.int32(w * c), out))
+    tile = _prefilter_tile(planes, h, w, c)
+    if tile is None:  # too many channels for a tile in shared memory
+        return NotImplemented
+    rows, px = tile
+    tiles_y = -(-h // rows)
+    cuda_function(__name__, "portcv_spline_prefilter_tiles")(
+        (-(-w // px), min(planes * tiles_y, 65535)), (PREFILTER_THREADS,),  # blocks stride over (plane, tile row)
+        (x, device_constant(taps, "int32"), np.int64(planes), np.int32(h), np.int32(w), np.int32(c), np.int32(rows),
+         np.int32(px), np.int32(tiles_y), out),
+        shared_mem=_prefilter_shared_bytes(rows, px, c))
     return out
+
+
+#: The fused prefilter's threads per block (the .cu's PT_THREADS) and its tiles, (rows, pixels)
+#: with both multiples of its PF_RUN (8), largest first.
+PREFILTER_THREADS = 256
+PREFILTER_TILES = ((64, 64), (32, 64), (32, 32), (16, 32), (16, 16), (8, 16), (8, 8))
+
+
+def _prefilter_shared_bytes(rows: int, px: int, channels: int) -> int:
+    """The W pass of rows + 2 * 13 rows (int32) and the input with a 13-pixel border (uint8)."""
+    band = rows + 2 * PREFILTER_REACH
+    return band * (4 * px * channels + (px + 2 * PREFILTER_REACH) * channels)
+
+
+def _prefilter_tile(planes: int, h: int, w: int, channels: int) -> tuple[int, int] | None:
+    """The largest tile that fits 48 KiB of shared memory and still gives every multiprocessor
+    two blocks (small frames take small tiles); the smallest that fits if none does; None if
+    none fits."""
+    from ..backends.cupy import sm_count
+
+    fitting = [t for t in PREFILTER_TILES if _prefilter_shared_bytes(*t, channels) <= 48 * 1024]
+    for rows, px in fitting:
+        if planes * -(-h // rows) * -(-w // px) >= 2 * sm_count():
+            return rows, px
+    return fitting[-1] if fitting else None
 
 
 @spline_zoom_kernel.override("cupy", supports="uint8 pixels and int32 Q16 coefficients")

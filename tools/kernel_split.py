@@ -1,6 +1,6 @@
-"""Per-kernel GPU time of Table 4's and Table 5's calls on CuPy (timing.kernel_split_ms): which
-kernel of ``zoom`` (prefilter passes, interpolation) and of ``dcbf`` (hole list, hole fill) to
-work on next. Run on a CUDA machine: python tools/kernel_split.py [LABEL_PART ...] (only the cases
+"""Per-kernel GPU time of Table 4's and Table 5's calls and of Table 1's 3-D convolution on CuPy
+(timing.kernel_split_ms): which kernel of ``zoom`` (prefilter passes, interpolation), of ``dcbf``
+(hole list, hole fill) and of ``convolve3d`` (padding, sums) to work on next. Run on a CUDA machine: python tools/kernel_split.py [LABEL_PART ...] (only the cases
 whose label contains one of them)"""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from zoom_timing import table4_cases
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
 from benchmarks import bench_depth as D  # noqa: E402  (the asv suite's inputs)
+from benchmarks import bench_volume as V  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -31,6 +32,12 @@ def main(argv: list[str]) -> int:
     cases["dcbf uint8"] = (lambda: dcbf(depth8, color), 1)
     cases["dcbf uint16"] = (lambda: dcbf(depth16, color), 1)
     cases["dcbf uint8 batch 16"] = (lambda: dcbf(depth8_batch, color_batch), 16)
+    for k in (5, 15):  # Table 1: one clip = the 4 output frames of k + 3 frames of 720 x 560
+        clip, kernel = cupy.asarray(V._article_clip(k)), V._article_kernel(k)
+        clips = cupy.stack([clip] * 16)
+        conv = lambda v, kernel=kernel: portcv.volume.convolve3d(v, kernel, method="direct")  # noqa: E731
+        cases[f"convolve3d k={k} clip"] = ((lambda v=clip, conv=conv: conv(v)), 1)
+        cases[f"convolve3d k={k} batch of 16 clips"] = ((lambda v=clips, conv=conv: conv(v)), 16)
     for label, (fn, frames) in cases.items():
         if argv and not any(part in label for part in argv):
             continue
@@ -39,7 +46,8 @@ def main(argv: list[str]) -> int:
             print(f"{label}: the host could not queue the calls behind the spin")
             continue
         parts = ", ".join(f"{k} {v * 1e3 / frames:.1f}" for k, v in split.items())
-        print(f"{label} (µs per frame): {parts}", flush=True)
+        unit = "clip" if label.startswith("convolve3d") else "frame"
+        print(f"{label} (µs per {unit}): {parts}", flush=True)
     return 0
 
 

@@ -222,22 +222,30 @@ def test_propagation_kernels_equal_numpy(host_cupy, monkeypatch, data, seed):
 
 def test_convolve3d_kernel_equals_numpy(host_cupy, monkeypatch):
     """The direct 3-D convolution kernel (float and int accumulators; uint8, uint16 and int16
-    video; odd kernel sides 1-7, banks of kernels, batches, fewer output frames than a thread's
-    run) gives NumPy's bits."""
+    video; odd kernel sides 1-11 and both pixel runs per thread, banks of kernels, batches, fewer
+    output frames than a thread's run; every border, read in place, including frames, rows and
+    columns shorter than the kernel's reach and time_mode 'same') gives NumPy's bits."""
     from portcv.volume import _convolve3d
 
     checked = []
     _compare_through(_convolve3d.convolve3d_direct_kernel, monkeypatch, checked)
     rng = np.random.default_rng(31)
-    for i in range(12):
-        kt, kh, kw = (int(rng.choice([1, 3, 5])), int(rng.choice([1, 3, 5])), int(rng.choice([1, 3, 5, 7])))
-        t, h, w = kt + int(rng.integers(0, 7)), kh + int(rng.integers(0, 12)), kw + int(rng.integers(0, 140))
+    borders = ("reflect101", "replicate", "constant")
+    for i in range(18):
+        kt, kh, kw = (int(rng.choice([1, 3, 5])), int(rng.choice([1, 3, 5])), int(rng.choice([1, 3, 5, 7, 11])))
+        time_mode = ("valid", "same")[i % 2]
+        border = borders[(i // 2) % 3]
+        t = (kt if time_mode == "valid" else 1) + int(rng.integers(0, 7))
+        h, w = int(rng.integers(1, 14)), int(rng.integers(1, 150))
         dtype = (np.uint8, np.uint16, np.int16)[i % 3]
         info = np.iinfo(dtype)
         video = rng.integers(info.min, int(info.max) + 1, ((2,) if i % 4 == 0 else ()) + (t, h, w)).astype(dtype)
         # Small taps keep the float accumulator exact (below 2**24); large ones take the int path.
-        reach = 3 if i % 2 == 0 else 2000
+        largest = max(-int(info.min), int(info.max))
+        reach = 3 if i % 3 == 0 else max(1, min(2000, (2**31 - 1) // largest // (kt * kh * kw)))
         kernel = rng.integers(-reach, reach + 1, ((2,) if i % 5 == 0 else ()) + (kt, kh, kw))
+        value = int(rng.integers(info.min, int(info.max) + 1))
         with portcv.using("numpy"):
-            portcv.volume.convolve3d(video, kernel, method="direct", out_dtype="int32")
-    assert checked == ["convolve3d_direct"] * 12
+            portcv.volume.convolve3d(video, kernel, method="direct", out_dtype="int32", border=border,
+                                     border_value=value, time_mode=time_mode)
+    assert checked == ["convolve3d_direct"] * 18

@@ -1,10 +1,19 @@
-// Direct 3-D correlation of a padded integer volume: the 'valid' part of
+// Direct 3-D correlation of an integer volume, eq. 1 of Lin et al.'s video-parallelization
+// article, in two launches. Compiled by portcv.backends.cupy with --fmad=false.
+//
+// portcv_convolve3d_pad: the video extended by the kernel's reach (KH/2 rows and KW/2 columns on
+// each side, PAD_T frames at each end) under `border` (common.cuh's remap, the rule of
+// portcv/_border.py's pad_axis), one thread per padded sample. One launch instead of CuPy's
+// slices and joins: at Table 1's size (k = 5) those took 40 of a clip's 61 µs on an H100. (Reading
+// the border in place in the sums instead made their loop 1.5-1.7x slower: remapped rows, more
+// registers.)
+//
+// portcv_convolve3d: the 'valid' part of
 //   out[f][t][y][x] = sum_{l,n,m} taps[f][l][n][m] * src[t + l][y + n][x + m]
-// (eq. 1 of Lin et al.'s video-parallelization article with the kernel already flipped and the
-// borders already added by the caller). Compiled by portcv.backends.cupy with --fmad=false.
+// of the padded volume, with the kernel already flipped by the caller.
 //
 // The article's "streaming" idea, moved from shared memory to registers: a thread owns
-// FRAMES output frames x XS consecutive pixels of one row (16 sums in registers) and walks
+// FRAMES output frames x XS consecutive pixels of one row (16 or 32 sums in registers) and walks
 // the FRAMES + KT - 1 input frames they need, row tap by row tap. Each input row window
 // (XS + KW - 1 samples, read once through L1) feeds every output frame that uses it, with the
 // taps of that frame's time tap: up to FRAMES * XS * KW multiply-adds per window. The taps of
@@ -16,14 +25,31 @@
 
 #include "common.cuh"
 
-constexpr int C3_XS = 4;      // output pixels per thread (consecutive x)
 constexpr int C3_FRAMES = 4;  // output frames per thread
 constexpr int C3_BX = 32, C3_BY = 8;
 
 __device__ __forceinline__ float c3_mad(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 __device__ __forceinline__ int c3_mad(int a, int b, int c) { return a * b + c; }
 
-template <typename InT, typename AccT, int KW>
+template <typename InT>
+__global__ void portcv_convolve3d_pad(const InT* __restrict__ src, InT* __restrict__ dst, int frames, int T, int H,
+                                      int W, int Tp, int Hp, int Wp, int pad_t, int border, int border_value) {
+    // x: padded column; y: padded row; z: padded frame (plane * Tp + tp), striding past 65,535.
+    const int xp = blockIdx.x * blockDim.x + threadIdx.x;
+    if (xp >= Wp) return;
+    const int xs = remap(xp - (Wp - W) / 2, W, border);
+    const int ys = remap(static_cast<int>(blockIdx.y) - (Hp - H) / 2, H, border);
+    for (int frame = blockIdx.z; frame < frames; frame += gridDim.z) {
+        const int plane = frame / Tp;
+        const int ts = remap(frame - plane * Tp - pad_t, T, border);
+        dst[((size_t)frame * Hp + blockIdx.y) * Wp + xp] =
+            (xs < 0 || ys < 0 || ts < 0) ? static_cast<InT>(border_value)
+                                         : __ldg(src + (((size_t)plane * T + ts) * H + ys) * W + xs);
+    }
+}
+
+// XS: output pixels per thread (consecutive x).
+template <typename InT, typename AccT, int KW, int XS>
 __global__ void __launch_bounds__(C3_BX * C3_BY)
 portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, int Hp, int Wp, int T_out,
                   int H, int W, int KT, int KH, int F, int t_blocks, const int* __restrict__ taps) {
@@ -38,20 +64,20 @@ portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, in
     for (int i = tid; i < n_taps; i += C3_BX * C3_BY) s_taps[i] = static_cast<AccT>(taps[(size_t)f * n_taps + i]);
     __syncthreads();
 
-    const int x0 = (blockIdx.x * C3_BX + threadIdx.x) * C3_XS;
+    const int x0 = (blockIdx.x * C3_BX + threadIdx.x) * XS;
     const int y = blockIdx.y * C3_BY + threadIdx.y;
     if (x0 >= W || y >= H) return;
     const int t0 = tb * C3_FRAMES;
     const int frames = min(C3_FRAMES, T_out - t0);
     const InT* base = src + (size_t)plane * Tp * Hp * Wp;
 
-    AccT acc[C3_FRAMES][C3_XS];
+    AccT acc[C3_FRAMES][XS];
 #pragma unroll
     for (int j = 0; j < C3_FRAMES; ++j)
 #pragma unroll
-        for (int r = 0; r < C3_XS; ++r) acc[j][r] = 0;
+        for (int r = 0; r < XS; ++r) acc[j][r] = 0;
 
-    constexpr int WIN = C3_XS + KW - 1;
+    constexpr int WIN = XS + KW - 1;
     const int in_frames = frames + KT - 1;
     for (int tt = 0; tt < in_frames; ++tt) {
         const InT* frame = base + (size_t)(t0 + tt) * Hp * Wp;
@@ -69,7 +95,7 @@ portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, in
                 for (int i = 0; i < KW; ++i) {
                     const AccT kv = k[i];
 #pragma unroll
-                    for (int r = 0; r < C3_XS; ++r) acc[j][r] = c3_mad(kv, win[r + i], acc[j][r]);
+                    for (int r = 0; r < XS; ++r) acc[j][r] = c3_mad(kv, win[r + i], acc[j][r]);
                 }
             }
         }
@@ -80,7 +106,7 @@ portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, in
     for (int j = 0; j < C3_FRAMES; ++j) {
         if (j >= frames) break;
 #pragma unroll
-        for (int r = 0; r < C3_XS; ++r)
+        for (int r = 0; r < XS; ++r)
             if (x0 + r < W) out[(size_t)j * H * W + r] = static_cast<int>(acc[j][r]);
     }
 }

@@ -135,9 +135,10 @@ class Convolve3DFmaPeak(_Convolve3DCase):
 
 
 class Convolve3DBatch(Benchmark):
-    """Per clip of Table 1's task in batches: one call on a stack of 16 clips (CuPy and JAX; NumPy
-    one clip a call, its per-clip time does not depend on the batch), so the host's dispatch of a
-    call is shared by the batch, as GPU backends are judged (docs/benchmarks.md)."""
+    """Per clip of Table 1's task in batches: one call on a stack of 16 clips on a GPU (CuPy, JAX),
+    so the host's dispatch of a call is shared by the batch, as GPU backends are judged
+    (docs/benchmarks.md); on the host (NumPy, JAX on a CPU) one clip a call, whose time per clip
+    does not depend on the batch."""
 
     params = [BACKENDS, METHODS, [5, 9, 15]]
     param_names = ["backend", "method", "k"]
@@ -146,7 +147,7 @@ class Convolve3DBatch(Benchmark):
     def setup(self, backend, method, k):
         if method == "direct" and k > HOST_DIRECT_MAX_K and _on_host(backend):
             not_supported(backend, f"direct method on the host at k > {HOST_DIRECT_MAX_K} within the benchmark timeout")
-        self.clips = 1 if backend == "numpy" else BATCH
+        self.clips = 1 if _on_host(backend) else BATCH
         kernel = _article_kernel(k)
         self.op = Operation(backend, lambda v: portcv.volume.convolve3d(v, kernel, method=method),
                             np.stack([_article_clip(k)] * self.clips))

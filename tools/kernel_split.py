@@ -1,7 +1,8 @@
 """Per-kernel GPU time of Table 4's and Table 5's calls and of Table 1's 3-D convolution on CuPy
 (timing.kernel_split_ms): which kernel of ``zoom`` (prefilter passes, interpolation), of ``dcbf``
-(hole list, hole fill) and of ``convolve3d`` (padding, sums) to work on next. Run on a CUDA machine: python tools/kernel_split.py [LABEL_PART ...] (only the cases
-whose label contains one of them)"""
+(hole list, hole fill) and of ``convolve3d`` (padding, sums) to work on next. Run on a CUDA
+machine: python tools/kernel_split.py [LABEL_PART ...] (only the cases whose label contains one
+of them)"""
 
 from __future__ import annotations
 

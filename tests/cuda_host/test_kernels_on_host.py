@@ -223,8 +223,8 @@ def test_propagation_kernels_equal_numpy(host_cupy, monkeypatch, data, seed):
 def test_convolve3d_kernel_equals_numpy(host_cupy, monkeypatch):
     """The direct 3-D convolution kernel (float and int accumulators; uint8, uint16 and int16
     video; odd kernel sides 1-11 and both pixel runs per thread, banks of kernels, batches, fewer
-    output frames than a thread's run; every border, read in place, including frames, rows and
-    columns shorter than the kernel's reach and time_mode 'same') gives NumPy's bits."""
+    output frames than a thread's run; every border, made by the padding kernel, including frames,
+    rows and columns shorter than the kernel's reach and time_mode 'same') gives NumPy's bits."""
     from portcv.volume import _convolve3d
 
     checked = []

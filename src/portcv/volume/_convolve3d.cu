@@ -3,10 +3,10 @@
 //
 // portcv_convolve3d_pad: the video extended by the kernel's reach (KH/2 rows and KW/2 columns on
 // each side, PAD_T frames at each end) under `border` (common.cuh's remap, the rule of
-// portcv/_border.py's pad_axis), one thread per padded sample. One launch instead of CuPy's
-// slices and joins: at Table 1's size (k = 5) those took 40 of a clip's 61 µs on an H100. (Reading
-// the border in place in the sums instead made their loop 1.5-1.7x slower: remapped rows, more
-// registers.)
+// portcv/_border.py's pad_axis), a block per padded row of a few frames. One launch instead of
+// CuPy's slices and joins: at Table 1's size (k = 5) those took 40 of a clip's 61 µs on an H100.
+// (Reading the border in place in the sums instead made their loop 1.5-1.7x slower: remapped
+// rows, more registers.)
 //
 // portcv_convolve3d: the 'valid' part of
 //   out[f][t][y][x] = sum_{l,n,m} taps[f][l][n][m] * src[t + l][y + n][x + m]
@@ -34,17 +34,26 @@ __device__ __forceinline__ int c3_mad(int a, int b, int c) { return a * b + c; }
 template <typename InT>
 __global__ void portcv_convolve3d_pad(const InT* __restrict__ src, InT* __restrict__ dst, int frames, int T, int H,
                                       int W, int Tp, int Hp, int Wp, int pad_t, int border, int border_value) {
-    // x: padded column; y: padded row; z: padded frame (plane * Tp + tp), striding past 65,535.
-    const int xp = blockIdx.x * blockDim.x + threadIdx.x;
-    if (xp >= Wp) return;
-    const int xs = remap(xp - (Wp - W) / 2, W, border);
+    // A block makes padded row blockIdx.y of the padded frames blockIdx.z, blockIdx.z + gridDim.z,
+    // ... (frame = plane * Tp + padded frame), its threads walking the row: few blocks with many
+    // samples each (one sample per block thread made ~200,000 blocks per 16 clips, and the pad ran
+    // at an eighth of the memory's bandwidth).
     const int ys = remap(static_cast<int>(blockIdx.y) - (Hp - H) / 2, H, border);
+    const int pw = (Wp - W) / 2;
+    const InT fill = static_cast<InT>(border_value);
     for (int frame = blockIdx.z; frame < frames; frame += gridDim.z) {
         const int plane = frame / Tp;
         const int ts = remap(frame - plane * Tp - pad_t, T, border);
-        dst[((size_t)frame * Hp + blockIdx.y) * Wp + xp] =
-            (xs < 0 || ys < 0 || ts < 0) ? static_cast<InT>(border_value)
-                                         : __ldg(src + (((size_t)plane * T + ts) * H + ys) * W + xs);
+        InT* out = dst + ((size_t)frame * Hp + blockIdx.y) * Wp;
+        if (ts < 0 || ys < 0) {  // a constant row
+            for (int xp = threadIdx.x; xp < Wp; xp += blockDim.x) out[xp] = fill;
+            continue;
+        }
+        const InT* row = src + (((size_t)plane * T + ts) * H + ys) * W;
+        for (int xp = threadIdx.x; xp < Wp; xp += blockDim.x) {
+            const int xs = remap(xp - pw, W, border);
+            out[xp] = xs < 0 ? fill : __ldg(row + xs);
+        }
     }
 }
 

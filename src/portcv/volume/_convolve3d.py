@@ -255,6 +255,8 @@ def convolve3d_hybrid_kernel(xp: Any, padded: Any, *, taps: tuple, shape: tuple)
 _CUDA_INPUT = {"uint8": "unsigned char", "uint16": "unsigned short", "int16": "short"}
 _CUDA_BLOCK = (32, 8)
 _CUDA_FRAMES_PER_THREAD = 4
+#: Padded frames per block of portcv_convolve3d_pad (a block makes one padded row of each).
+_PAD_FRAMES_PER_BLOCK = 4
 
 
 def _cuda_x_per_thread(kw: int) -> int:
@@ -300,7 +302,7 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
     in_type = _CUDA_INPUT[np.dtype(video.dtype).name]
     padded = cupy.empty(lead + (tp, hp, wp), dtype=video.dtype)
     pad = cuda_function(__name__, f"portcv_convolve3d_pad<{in_type}>")
-    pad((-(-wp // 256), hp, min(planes * tp, 65535)), (256,),
+    pad((1, hp, min(-(-planes * tp // _PAD_FRAMES_PER_BLOCK), 65535)), (256,),
         (cupy.ascontiguousarray(video), padded, np.int32(planes * tp), np.int32(t), np.int32(h), np.int32(w),
          np.int32(tp), np.int32(hp), np.int32(wp), np.int32(pad_t), np.int32(BORDER_CODE[border]),
          np.int32(border_value)))

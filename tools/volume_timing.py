@@ -3,6 +3,10 @@ docs/distance.md): ms per call of back-to-back calls (CUDA events on CuPy, one w
 JAX), with one synchronized call beside it, and GMAC/s / % of the FP32 FMA peak for convolve3d.
 
     python tools/volume_timing.py [--quick] [--distance]   # --distance: the distances only
+    python tools/volume_timing.py --direct    # CuPy's direct kernel alone: one clip, 16 clips a call
+
+--direct is what a change to the direct kernels is A/B-timed with:
+    BASE=.device/base bash tools/gpu_ab.sh python3 volume_timing.py --direct
 """
 
 from __future__ import annotations
@@ -15,6 +19,22 @@ import portcv
 from timing import gpu_time_ms, jax_queue_ms, synced_ms
 
 FMA_PEAK = 33.45e12  # H100 SXM FP32 FMA/s
+
+
+def direct_per_clip() -> None:
+    """GPU time of CuPy's direct method per call of one clip and per clip in a batch of 16."""
+    import cupy
+
+    rng = np.random.default_rng(0)
+    for k in (5, 9, 15):
+        clip = rng.integers(0, 256, (k + 3, 560, 720), dtype=np.uint8)
+        taps, _ = portcv.volume.quantize_kernel(rng.standard_normal((k, k, k)), bits=16)
+        with portcv.using("cupy"):
+            one = portcv.asarray(clip)
+            batch = cupy.stack([one] * 16)
+            single, _ = gpu_time_ms(lambda: portcv.volume.convolve3d(one, taps, method="direct"), repeat=20, rounds=3)
+            many, _ = gpu_time_ms(lambda: portcv.volume.convolve3d(batch, taps, method="direct"), repeat=5, rounds=3)
+        print(f"convolve3d direct k={k:2d}: {single * 1e3:.1f} µs/call, {many * 1e3 / 16:.1f} µs/clip in 16", flush=True)
 
 
 def main(quick: bool, distance_only: bool) -> None:
@@ -54,4 +74,7 @@ def main(quick: bool, distance_only: bool) -> None:
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv, "--distance" in sys.argv)
+    if "--direct" in sys.argv:
+        direct_per_clip()
+    else:
+        main("--quick" in sys.argv, "--distance" in sys.argv)

@@ -5,8 +5,9 @@ pointing at the same ``.cu`` sources compiled by g++ with ``cuda_host.h`` (every
 block is a real thread, ``__syncthreads`` a real barrier, each warp's shuffles an exchange). The
 GPU suite (``tools/gpu_check.sh``) is the proof on the card; this checks the kernels' integer
 arithmetic and indexing on every CI run, where there is no GPU. Kernels covered: the B-spline
-zoom (``_zoom_cuda.cu``), DCBF's hole list and hole filling (``_bilateral_cuda.cu``) and the
-propagation's projections, z-buffer and gather (``_propagate_cuda.cu``).
+zoom (``_zoom_cuda.cu``), DCBF's hole list and hole filling (``_bilateral_cuda.cu``), the
+propagation's projections, z-buffer and gather (``_propagate_cuda.cu``) and the 3-D
+convolution's padding and sums (``_convolve3d.cu``).
 """
 
 from __future__ import annotations

@@ -250,8 +250,8 @@ def convolve3d_hybrid_kernel(xp: Any, padded: Any, *, taps: tuple, shape: tuple)
     return _round_to_int32(xp, xp.stack(outs, axis=-4))
 
 
-#: Accumulator types of the CUDA kernel: float (FFMA, exact while every partial sum is an integer
-#: below 2**24) or int (IMAD, exact below 2**31).
+#: The CUDA kernels' input types. Their accumulator is float (FFMA, exact while every partial sum
+#: is an integer below 2**24) or int (IMAD, exact below 2**31).
 _CUDA_INPUT = {"uint8": "unsigned char", "uint16": "unsigned short", "int16": "short"}
 _CUDA_BLOCK = (32, 8)
 _CUDA_FRAMES_PER_THREAD = 4

@@ -99,6 +99,10 @@ inline int __float2int_rn(float x) { return (int)std::nearbyint(x); }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
 template <typename T> inline T __ldg(const T* p) { return *p; }
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+    shift &= 31;
+    return shift ? (lo >> shift) | (hi << (32 - shift)) : lo;
+}
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 
 // Runs a kernel over the grid: blocks one after another, each block's threads at once.

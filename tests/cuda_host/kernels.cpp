@@ -98,17 +98,18 @@ PROPAGATION(unsigned char, uchar)
 PROPAGATION(unsigned short, ushort)
 
 #define CONVOLVE3D(NAME, IN, ACC, KW, XS)                                                                        \
-    void NAME(DIMS, const IN* src, int* dst, int Tp, int Hp, int Wp, int T_out, int H, int W, int KT, int KH, int F, \
-              int t_blocks, const int* taps) {                                                                   \
-        LAUNCH((portcv_convolve3d<IN, ACC, KW, XS>(src, dst, Tp, Hp, Wp, T_out, H, W, KT, KH, F, t_blocks, taps)));  \
+    void NAME(DIMS, const IN* src, int* dst, int Tp, int Hp, int Wp, int pitch, int T_out, int H, int W, int KT,  \
+              int KH, int F, int t_blocks, const int* taps) {                                                     \
+        LAUNCH((portcv_convolve3d<IN, ACC, KW, XS>(src, dst, Tp, Hp, Wp, pitch, T_out, H, W, KT, KH, F, t_blocks,  \
+                                                   taps)));                                                       \
     }
 #define CONVOLVE3D_KW(IN, NAME_IN, KW, XS)                                   \
     CONVOLVE3D(convolve3d_##NAME_IN##_float_##KW##_##XS, IN, float, KW, XS)  \
     CONVOLVE3D(convolve3d_##NAME_IN##_int_##KW##_##XS, IN, int, KW, XS)
 #define CONVOLVE3D_IN(IN, NAME_IN)                                                                                \
     void convolve3d_pad_##NAME_IN(DIMS, const IN* src, IN* dst, int frames, int T, int H, int W, int Tp, int Hp,      \
-                                  int Wp, int pad_t, int border, int border_value) {                                 \
-        LAUNCH(portcv_convolve3d_pad<IN>(src, dst, frames, T, H, W, Tp, Hp, Wp, pad_t, border, border_value));     \
+                                  int Wp, int pitch, int pad_t, int border, int border_value) {                      \
+        LAUNCH(portcv_convolve3d_pad<IN>(src, dst, frames, T, H, W, Tp, Hp, Wp, pitch, pad_t, border, border_value)); \
     }                                                                                                                 \
     CONVOLVE3D_KW(IN, NAME_IN, 1, 8) CONVOLVE3D_KW(IN, NAME_IN, 3, 8) CONVOLVE3D_KW(IN, NAME_IN, 5, 8) \
     CONVOLVE3D_KW(IN, NAME_IN, 7, 8) CONVOLVE3D_KW(IN, NAME_IN, 11, 4)

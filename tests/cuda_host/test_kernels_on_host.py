@@ -225,7 +225,8 @@ def test_convolve3d_kernel_equals_numpy(host_cupy, monkeypatch):
     """The direct 3-D convolution kernel (float and int accumulators; uint8, uint16 and int16
     video; odd kernel sides 1-11 and both pixel runs per thread, banks of kernels, batches, fewer
     output frames than a thread's run; every border, made by the padding kernel, including frames,
-    rows and columns shorter than the kernel's reach and time_mode 'same') gives NumPy's bits."""
+    rows and columns shorter than the kernel's reach and time_mode 'same'; the pad's word path)
+    gives NumPy's bits."""
     from portcv.volume import _convolve3d
 
     checked = []
@@ -249,4 +250,12 @@ def test_convolve3d_kernel_equals_numpy(host_cupy, monkeypatch):
         with portcv.using("numpy"):
             portcv.volume.convolve3d(video, kernel, method="direct", out_dtype="int32", border=border,
                                      border_value=value, time_mode=time_mode)
-    assert checked == ["convolve3d_direct"] * 18
+    # The pad's word path from a source column before the row (kernel width 3, rows of whole
+    # words) and a constant row wider than a warp's 32 pieces.
+    for dtype, w, border in ((np.uint8, 44, "reflect101"), (np.int16, 10, "replicate"), (np.uint8, 530, "constant")):
+        info = np.iinfo(dtype)
+        video = rng.integers(info.min, int(info.max) + 1, (3, 2, w)).astype(dtype)
+        with portcv.using("numpy"):
+            portcv.volume.convolve3d(video, rng.integers(-3, 4, (3, 3, 3)), method="direct", out_dtype="int32",
+                                     border=border, border_value=7, time_mode="same")
+    assert checked == ["convolve3d_direct"] * 21

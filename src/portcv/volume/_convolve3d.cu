@@ -3,14 +3,14 @@
 //
 // portcv_convolve3d_pad: the video extended by the kernel's reach (KH/2 rows and KW/2 columns on
 // each side, PAD_T frames at each end) under `border` (common.cuh's remap, the rule of
-// portcv/_border.py's pad_axis), a block per padded row of a few frames. One launch instead of
-// CuPy's slices and joins: at Table 1's size (k = 5) those took 40 of a clip's 61 µs on an H100.
-// (Reading the border in place in the sums instead made their loop 1.5-1.7x slower: remapped
-// rows, more registers.)
+// portcv/_border.py's pad_axis), its rows `pitch` elements apart (16-byte aligned). One launch
+// instead of CuPy's slices and joins: at Table 1's size (k = 5) those took 40 of a clip's 61 µs
+// on an H100. (Reading the border in place in the sums instead made their loop 1.5-1.7x slower:
+// remapped rows, more registers.)
 //
 // portcv_convolve3d: the 'valid' part of
 //   out[f][t][y][x] = sum_{l,n,m} taps[f][l][n][m] * src[t + l][y + n][x + m]
-// of the padded volume, with the kernel already flipped by the caller.
+// of the padded volume (Wp columns of each row used), with the kernel already flipped by the caller.
 //
 // The article's "streaming" idea, moved from shared memory to registers: a thread owns
 // FRAMES output frames x XS consecutive pixels of one row (16 or 32 sums in registers) and walks
@@ -32,27 +32,74 @@ __device__ __forceinline__ float c3_mad(float a, float b, float c) { return __fm
 __device__ __forceinline__ int c3_mad(int a, int b, int c) { return a * b + c; }
 
 template <typename InT>
-__global__ void portcv_convolve3d_pad(const InT* __restrict__ src, InT* __restrict__ dst, int frames, int T, int H,
-                                      int W, int Tp, int Hp, int Wp, int pad_t, int border, int border_value) {
-    // A block makes padded row blockIdx.y of the padded frames blockIdx.z, blockIdx.z + gridDim.z,
-    // ... (frame = plane * Tp + padded frame), its threads walking the row: few blocks with many
-    // samples each (one sample per block thread made ~200,000 blocks per 16 clips, and the pad ran
-    // at an eighth of the memory's bandwidth).
-    const int ys = remap(static_cast<int>(blockIdx.y) - (Hp - H) / 2, H, border);
-    const int pw = (Wp - W) / 2;
+__global__ void __launch_bounds__(256) portcv_convolve3d_pad(const InT* __restrict__ src, InT* __restrict__ dst,
+                                                                int frames, int T, int H, int W, int Tp, int Hp,
+                                                                int Wp, int pitch, int pad_t, int border,
+                                                                int border_value) {
+    // A warp per padded row (rows `pitch` elements apart, a multiple of 16 bytes). The pieces of
+    // 16 bytes that lie inside the source row are a lane's each: 5 aligned word loads shifted
+    // into place, one vector store. The columns left over at the row's ends (all of them when
+    // source rows do not start on a word) are a lane's per sample, remapped under `border`. So
+    // the lanes of a warp take one path at a time: with a lane remapping its piece's samples one
+    // by one while the others waited, ncu counted 6 of 32 threads active and the pad ran at a
+    // quarter of the memory's bandwidth. Samples from Wp to the pitch are made too; the sums
+    // never read them.
+    constexpr int V = 16 / sizeof(InT);
+    constexpr int WORD = 4 / sizeof(InT);
+    const int pieces = pitch / V;
+    const int ph = (Hp - H) / 2, pw = (Wp - W) / 2;
     const InT fill = static_cast<InT>(border_value);
-    for (int frame = blockIdx.z; frame < frames; frame += gridDim.z) {
+    // Source rows start on a word when the video does and a row is whole words.
+    const bool words = ((reinterpret_cast<unsigned long long>(src) | (unsigned long long)W * sizeof(InT)) & 3) == 0;
+    // Pieces [first, end) are inside the source row, with a word to spare for the shift.
+    const int first = (pw + V - 1) / V;
+    const int last_start = W - V - WORD + pw;  // the largest first column of such a piece
+    const int end = words && last_start >= 0 ? max(first, last_start / V + 1) : first;
+    const int left = words ? first * V : 0;  // columns made per sample: [0, left) and [end * V, pitch)
+    const int right0 = words ? end * V : 0;
+    const int per_sample = left + pitch - right0;
+    const int lane = threadIdx.x % 32;
+    const int rows = frames * Hp;  // frame = plane * Tp + padded frame
+    for (int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows; row += gridDim.x * blockDim.x / 32) {
+        const int frame = row / Hp;
         const int plane = frame / Tp;
         const int ts = remap(frame - plane * Tp - pad_t, T, border);
-        InT* out = dst + ((size_t)frame * Hp + blockIdx.y) * Wp;
+        const int ys = remap(row - frame * Hp - ph, H, border);
+        InT* out = dst + (size_t)row * pitch;
         if (ts < 0 || ys < 0) {  // a constant row
-            for (int xp = threadIdx.x; xp < Wp; xp += blockDim.x) out[xp] = fill;
+            union {
+                uint4 v;
+                InT e[V];
+            } piece;
+#pragma unroll
+            for (int j = 0; j < V; ++j) piece.e[j] = fill;
+            for (int p = lane; p < pieces; p += 32) reinterpret_cast<uint4*>(out)[p] = piece.v;
             continue;
         }
-        const InT* row = src + (((size_t)plane * T + ts) * H + ys) * W;
-        for (int xp = threadIdx.x; xp < Wp; xp += blockDim.x) {
-            const int xs = remap(xp - pw, W, border);
-            out[xp] = xs < 0 ? fill : __ldg(row + xs);
+        const InT* src_row = src + (((size_t)plane * T + ts) * H + ys) * W;
+        auto inside = [&](int p) {  // piece p, inside the source row
+            const int byte = (p * V - pw) * static_cast<int>(sizeof(InT));
+            const unsigned* w = reinterpret_cast<const unsigned*>(
+                reinterpret_cast<const unsigned char*>(src_row) + (byte & ~3));
+            unsigned loaded[5];
+#pragma unroll
+            for (int j = 0; j < 5; ++j) loaded[j] = __ldg(w + j);
+            const int shift = 8 * (byte & 3);
+            return make_uint4(__funnelshift_r(loaded[0], loaded[1], shift), __funnelshift_r(loaded[1], loaded[2], shift),
+                              __funnelshift_r(loaded[2], loaded[3], shift), __funnelshift_r(loaded[3], loaded[4], shift));
+        };
+        // Two pieces a lane, both loaded before either is stored: twice the bytes in flight.
+        for (int p = first + lane; p < end; p += 64) {
+            const uint4 one = inside(p);
+            const bool two = p + 32 < end;
+            const uint4 other = two ? inside(p + 32) : one;
+            reinterpret_cast<uint4*>(out)[p] = one;
+            if (two) reinterpret_cast<uint4*>(out)[p + 32] = other;
+        }
+        for (int i = lane; i < per_sample; i += 32) {
+            const int x = i < left ? i : right0 + (i - left);
+            const int xs = remap(x - pw, W, border);
+            out[x] = xs < 0 ? fill : __ldg(src_row + xs);
         }
     }
 }
@@ -60,8 +107,8 @@ __global__ void portcv_convolve3d_pad(const InT* __restrict__ src, InT* __restri
 // XS: output pixels per thread (consecutive x).
 template <typename InT, typename AccT, int KW, int XS>
 __global__ void __launch_bounds__(C3_BX * C3_BY)
-portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, int Hp, int Wp, int T_out,
-                  int H, int W, int KT, int KH, int F, int t_blocks, const int* __restrict__ taps) {
+portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, int Hp, int Wp, int pitch,
+                  int T_out, int H, int W, int KT, int KH, int F, int t_blocks, const int* __restrict__ taps) {
     extern __shared__ unsigned char c3_smem[];
     AccT* s_taps = reinterpret_cast<AccT*>(c3_smem);
     const int f = blockIdx.z % F;
@@ -78,7 +125,7 @@ portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, in
     if (x0 >= W || y >= H) return;
     const int t0 = tb * C3_FRAMES;
     const int frames = min(C3_FRAMES, T_out - t0);
-    const InT* base = src + (size_t)plane * Tp * Hp * Wp;
+    const InT* base = src + (size_t)plane * Tp * Hp * pitch;
 
     AccT acc[C3_FRAMES][XS];
 #pragma unroll
@@ -89,9 +136,9 @@ portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, in
     constexpr int WIN = XS + KW - 1;
     const int in_frames = frames + KT - 1;
     for (int tt = 0; tt < in_frames; ++tt) {
-        const InT* frame = base + (size_t)(t0 + tt) * Hp * Wp;
+        const InT* frame = base + (size_t)(t0 + tt) * Hp * pitch;
         for (int n = 0; n < KH; ++n) {
-            const InT* row = frame + (size_t)(y + n) * Wp + x0;
+            const InT* row = frame + (size_t)(y + n) * pitch + x0;
             AccT win[WIN];
 #pragma unroll
             for (int i = 0; i < WIN; ++i) win[i] = (x0 + i < Wp) ? static_cast<AccT>(__ldg(row + i)) : AccT(0);

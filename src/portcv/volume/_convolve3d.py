@@ -255,8 +255,6 @@ def convolve3d_hybrid_kernel(xp: Any, padded: Any, *, taps: tuple, shape: tuple)
 _CUDA_INPUT = {"uint8": "unsigned char", "uint16": "unsigned short", "int16": "short"}
 _CUDA_BLOCK = (32, 8)
 _CUDA_FRAMES_PER_THREAD = 4
-#: Padded frames per block of portcv_convolve3d_pad (a block makes one padded row of each).
-_PAD_FRAMES_PER_BLOCK = 4
 
 
 def _cuda_x_per_thread(kw: int) -> int:
@@ -282,7 +280,7 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
                             time_mode: str) -> Any:
     import cupy
 
-    from ..backends.cupy import cuda_function, device_constant
+    from ..backends.cupy import cuda_function, device_constant, launch_1d
 
     f_count, kt, kh, kw = shape
     n_taps = kt * kh * kw
@@ -297,21 +295,26 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
     t_blocks = -(-t_out // _CUDA_FRAMES_PER_THREAD)
     xs = _cuda_x_per_thread(kw)
     grid = (-(-w // (_CUDA_BLOCK[0] * xs)), -(-h // _CUDA_BLOCK[1]), planes * f_count * t_blocks)
-    if grid[1] > 65535 or grid[2] > 65535 or hp > 65535:
+    if grid[1] > 65535 or grid[2] > 65535:
         return NotImplemented
     in_type = _CUDA_INPUT[np.dtype(video.dtype).name]
-    padded = cupy.empty(lead + (tp, hp, wp), dtype=video.dtype)
+    # Padded rows `pitch` elements apart, a multiple of 16 bytes: the pad kernel stores 16-byte
+    # pieces (the allocation itself is 256-byte aligned).
+    per_piece = 16 // np.dtype(video.dtype).itemsize
+    pitch = -(-wp // per_piece) * per_piece
+    padded = cupy.empty(lead + (tp, hp, pitch), dtype=video.dtype)
     pad = cuda_function(__name__, f"portcv_convolve3d_pad<{in_type}>")
-    pad((1, hp, min(-(-planes * tp // _PAD_FRAMES_PER_BLOCK), 65535)), (256,),
+    pad(*launch_1d(planes * tp * hp * 32),  # a warp per padded row
         (cupy.ascontiguousarray(video), padded, np.int32(planes * tp), np.int32(t), np.int32(h), np.int32(w),
-         np.int32(tp), np.int32(hp), np.int32(wp), np.int32(pad_t), np.int32(BORDER_CODE[border]),
+         np.int32(tp), np.int32(hp), np.int32(wp), np.int32(pitch), np.int32(pad_t), np.int32(BORDER_CODE[border]),
          np.int32(border_value)))
     as_float = _float32_exact_for(np.dtype(video.dtype).name, taps, shape)
     acc_type = "float" if as_float else "int"
     fn = cuda_function(__name__, f"portcv_convolve3d<{in_type},{acc_type},{kw},{xs}>")
     out = cupy.empty(lead + (f_count, t_out, h, w), dtype=cupy.int32)
     fn(grid, _CUDA_BLOCK,
-       (padded, out, np.int32(tp), np.int32(hp), np.int32(wp), np.int32(t_out), np.int32(h), np.int32(w),
+       (padded, out, np.int32(tp), np.int32(hp), np.int32(wp), np.int32(pitch), np.int32(t_out), np.int32(h),
+        np.int32(w),
         np.int32(kt), np.int32(kh), np.int32(f_count), np.int32(t_blocks), device_constant(taps)),
        shared_mem=4 * n_taps)
     return out

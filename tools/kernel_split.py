@@ -1,8 +1,8 @@
-"""Per-kernel GPU time of Table 4's and Table 5's calls and of Table 1's 3-D convolution on CuPy
-(timing.kernel_split_ms): which kernel of ``zoom`` (prefilter passes, interpolation), of ``dcbf``
-(hole list, hole fill) and of ``convolve3d`` (padding, sums) to work on next. Run on a CUDA
-machine: python tools/kernel_split.py [LABEL_PART ...] (only the cases whose label contains one
-of them)"""
+"""Per-kernel GPU time of Table 4's and Table 5's calls, of Table 1's 3-D convolution and of the
+distances on CuPy (timing.kernel_split_ms): which kernel of ``zoom`` (prefilter passes,
+interpolation), of ``dcbf`` (hole list, hole fill) and of ``convolve3d`` (padding, sums) to work on
+next. Run on a CUDA machine: python tools/kernel_split.py [LABEL_PART ...] (only the cases whose
+label contains one of them)"""
 
 from __future__ import annotations
 
@@ -15,10 +15,13 @@ from zoom_timing import table4_cases
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
 from benchmarks import bench_depth as D  # noqa: E402  (the asv suite's inputs)
+from benchmarks import bench_distance as B  # noqa: E402
 from benchmarks import bench_volume as V  # noqa: E402
 
 
-def main(argv: list[str]) -> int:
+def article_cases() -> dict:
+    """``{label: (call, frames per call)}``: Table 4's zooms, Table 5's DCBF, Table 1's clips,
+    on CuPy (tools/ncu_kernels.py profiles the same calls)."""
     import cupy
 
     portcv.use("cupy")
@@ -39,6 +42,14 @@ def main(argv: list[str]) -> int:
         conv = lambda v, kernel=kernel: portcv.volume.convolve3d(v, kernel, method="direct")  # noqa: E731
         cases[f"convolve3d k={k} clip"] = ((lambda v=clip, conv=conv: conv(v)), 1)
         cases[f"convolve3d k={k} batch of 16 clips"] = ((lambda v=clips, conv=conv: conv(v)), 16)
+    F, Dm = (cupy.asarray(a) for a in B.features("4096x16384x128"))  # the article's distance problem
+    cases["sqeuclidean 4096x16384x128"] = (lambda: portcv.distance.sqeuclidean(F, Dm), 1)
+    cases["nearest 4096x16384x128"] = (lambda: portcv.distance.nearest(F, Dm), 1)
+    return cases
+
+
+def main(argv: list[str]) -> int:
+    cases = article_cases()
     for label, (fn, frames) in cases.items():
         if argv and not any(part in label for part in argv):
             continue
@@ -47,7 +58,7 @@ def main(argv: list[str]) -> int:
             print(f"{label}: the host could not queue the calls behind the spin")
             continue
         parts = ", ".join(f"{k} {v * 1e3 / frames:.1f}" for k, v in split.items())
-        unit = "clip" if label.startswith("convolve3d") else "frame"
+        unit = "clip" if label.startswith("convolve3d") else "call" if " 4096x" in label else "frame"
         print(f"{label} (µs per {unit}): {parts}", flush=True)
     return 0
 

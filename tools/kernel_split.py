@@ -1,13 +1,14 @@
 """Per-kernel GPU time of Table 4's and Table 5's calls, of Table 1's 3-D convolution and of the
-distances on CuPy (timing.kernel_split_ms): which kernel of ``zoom`` (prefilter passes,
-interpolation), of ``dcbf`` (hole list, hole fill) and of ``convolve3d`` (padding, sums) to work on
-next. Run on a CUDA machine: python tools/kernel_split.py [LABEL_PART ...] (only the cases whose
-label contains one of them)"""
+article's distance problem on CuPy (timing.kernel_split_ms): which kernel of ``zoom`` (prefilter,
+interpolation), of ``dcbf`` (hole list, hole fill), of ``convolve3d`` (padding, sums) or of
+``sqeuclidean`` / ``nearest`` (row norms, tiles) to work on next. Run on a CUDA machine:
+python tools/kernel_split.py [LABEL_PART ...] (only the cases whose label contains one of them)"""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any, Callable
 
 import portcv
 from timing import kernel_split_ms  # tools/, beside this script
@@ -15,50 +16,75 @@ from zoom_timing import table4_cases
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
 from benchmarks import bench_depth as D  # noqa: E402  (the asv suite's inputs)
-from benchmarks import bench_distance as B  # noqa: E402
+from benchmarks import bench_distance as DIST  # noqa: E402
 from benchmarks import bench_volume as V  # noqa: E402
 
+#: A case: ``make()`` puts its inputs on the GPU and returns the call; the call makes ``count``
+#: of ``unit`` (frames, clips or calls), the unit the times are printed per.
+Case = tuple[Callable[[], Callable[[], Any]], int, str]
 
-def article_cases() -> dict:
-    """``{label: (call, frames per call)}``: Table 4's zooms, Table 5's DCBF, Table 1's clips,
-    on CuPy (tools/ncu_kernels.py profiles the same calls)."""
+
+def article_cases() -> dict[str, Case]:
+    """``{label: (make, count, unit)}`` on CuPy; nothing touches the GPU before a ``make()``
+    (tools/ncu_kernels.py profiles the same calls, one case per process)."""
     import cupy
 
     portcv.use("cupy")
-    cases = {}
+    cases: dict[str, Case] = {}
+
+    def zoom(frames, factor):
+        def make():
+            x = cupy.asarray(frames)
+            return lambda: portcv.transform.zoom(x, factor)
+        return make
+
     for label, frames, factor, count in table4_cases():
-        x = cupy.asarray(frames)
-        cases[f"zoom {label}"] = ((lambda x=x, factor=factor: portcv.transform.zoom(x, factor)), count)
-    color = cupy.asarray(D.table5_color())
-    depth8, depth16 = cupy.asarray(D.table5_depth("uint8")), cupy.asarray(D.table5_depth("uint16"))
-    color_batch, depth8_batch = cupy.stack([color] * 16), cupy.stack([depth8] * 16)
-    dcbf = lambda d, c: portcv.depth.dcbf(d, c, D.KSIZE, D.SIGMA_SPACE, D.SIGMA_COLOR)  # noqa: E731
-    cases["dcbf uint8"] = (lambda: dcbf(depth8, color), 1)
-    cases["dcbf uint16"] = (lambda: dcbf(depth16, color), 1)
-    cases["dcbf uint8 batch 16"] = (lambda: dcbf(depth8_batch, color_batch), 16)
-    for k in (5, 15):  # Table 1: one clip = the 4 output frames of k + 3 frames of 720 x 560
-        clip, kernel = cupy.asarray(V._article_clip(k)), V._article_kernel(k)
-        clips = cupy.stack([clip] * 16)
-        conv = lambda v, kernel=kernel: portcv.volume.convolve3d(v, kernel, method="direct")  # noqa: E731
-        cases[f"convolve3d k={k} clip"] = ((lambda v=clip, conv=conv: conv(v)), 1)
-        cases[f"convolve3d k={k} batch of 16 clips"] = ((lambda v=clips, conv=conv: conv(v)), 16)
-    F, Dm = (cupy.asarray(a) for a in B.features("4096x16384x128"))  # the article's distance problem
-    cases["sqeuclidean 4096x16384x128"] = (lambda: portcv.distance.sqeuclidean(F, Dm), 1)
-    cases["nearest 4096x16384x128"] = (lambda: portcv.distance.nearest(F, Dm), 1)
+        cases[f"zoom {label}"] = (zoom(frames, factor), count, "frame")
+
+    def dcbf(dtype, frames):
+        def make():
+            depth, color = cupy.asarray(D.table5_depth(dtype)), cupy.asarray(D.table5_color())
+            if frames > 1:
+                depth, color = cupy.stack([depth] * frames), cupy.stack([color] * frames)
+            return lambda: portcv.depth.dcbf(depth, color, D.KSIZE, D.SIGMA_SPACE, D.SIGMA_COLOR)
+        return make
+
+    cases["dcbf uint8"] = (dcbf("uint8", 1), 1, "frame")
+    cases["dcbf uint16"] = (dcbf("uint16", 1), 1, "frame")
+    cases["dcbf uint8 batch 16"] = (dcbf("uint8", 16), 16, "frame")
+
+    def convolve3d(k, clips):  # Table 1: one clip = the 4 output frames of k + 3 frames of 720 x 560
+        def make():
+            video, kernel = cupy.asarray(V._article_clip(k)), V._article_kernel(k)
+            if clips > 1:
+                video = cupy.stack([video] * clips)
+            return lambda: portcv.volume.convolve3d(video, kernel, method="direct")
+        return make
+
+    for k in (5, 15):
+        cases[f"convolve3d k={k} clip"] = (convolve3d(k, 1), 1, "clip")
+        cases[f"convolve3d k={k} batch of 16 clips"] = (convolve3d(k, 16), 16, "clip")
+
+    def distance(fn):
+        def make():
+            queries, database = (cupy.asarray(a) for a in DIST.features("4096x16384x128"))
+            return lambda: fn(queries, database)
+        return make
+
+    cases["sqeuclidean 4096x16384x128"] = (distance(portcv.distance.sqeuclidean), 1, "call")
+    cases["nearest 4096x16384x128"] = (distance(portcv.distance.nearest), 1, "call")
     return cases
 
 
 def main(argv: list[str]) -> int:
-    cases = article_cases()
-    for label, (fn, frames) in cases.items():
+    for label, (make, count, unit) in article_cases().items():
         if argv and not any(part in label for part in argv):
             continue
-        split = kernel_split_ms(fn, calls=10 if frames > 1 else 30)
+        split = kernel_split_ms(make(), calls=10 if count > 1 else 30)
         if split is None:
             print(f"{label}: the host could not queue the calls behind the spin")
             continue
-        parts = ", ".join(f"{k} {v * 1e3 / frames:.1f}" for k, v in split.items())
-        unit = "clip" if label.startswith("convolve3d") else "call" if " 4096x" in label else "frame"
+        parts = ", ".join(f"{k} {v * 1e3 / count:.1f}" for k, v in split.items())
         print(f"{label} (µs per {unit}): {parts}", flush=True)
     return 0
 

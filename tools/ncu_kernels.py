@@ -8,7 +8,9 @@ warp's 32 threads active (docs/volume.md). On a CUDA machine with ``ncu`` on the
 
 Each case runs in a child process under ``ncu --profile-from-start off``: one call to compile
 and allocate, then one call between cudaProfilerStart and cudaProfilerStop, which ncu replays
-kernel by kernel (so its times sit a little above kernel_split's).
+kernel by kernel. ncu locks the clocks to the card's base clock for its replays (1.5 GHz on an
+H200, which runs up to 1.98) and flushes the caches between them, so its times sit up to about
+a third above kernel_split's; its ratios are what to read.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def run_case(label: str) -> None:
 
     from kernel_split import article_cases  # tools/, beside this script
 
-    fn, _ = article_cases()[label]
+    make, _, _ = article_cases()[label]
+    fn = make()
     fn()
     cupy.cuda.Device().synchronize()
     cupy.cuda.runtime.profilerStart()
@@ -51,7 +54,10 @@ def profile(label: str) -> list[tuple[str, dict[str, float]]]:
     """``[(kernel, {column: value})]`` of the profiled call, in launch order."""
     cmd = ["ncu", "--profile-from-start", "off", "--kernel-name", "regex:^portcv_", "--csv", "--print-units", "base",
            "--metrics", ",".join(METRICS), sys.executable, __file__, "--run", label]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"ncu took over 600 s on {label!r}") from None
     lines = [line for line in done.stdout.splitlines() if line.startswith('"')]  # ncu's CSV, not its log
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"ncu failed on {label!r} (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
@@ -78,11 +84,18 @@ def main(argv: list[str]) -> int:
     columns = [column for column, _ in METRICS.values()]
     print("| call | kernel | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 2) + "|")
+    failed = 0
     for label in labels:
-        for name, values in profile(label):
+        try:
+            kernels = profile(label)
+        except RuntimeError as e:
+            print(e, file=sys.stderr)
+            failed += 1
+            continue
+        for name, values in kernels:
             cells = [f"{values[c]:.3g}" if c in values else "" for c in columns]
             print(f"| {label} | {name} | " + " | ".join(cells) + " |", flush=True)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

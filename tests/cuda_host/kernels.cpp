@@ -112,7 +112,7 @@ PROPAGATION(unsigned short, ushort)
         LAUNCH(portcv_convolve3d_pad<IN>(src, dst, frames, T, H, W, Tp, Hp, Wp, pitch, pad_t, border, border_value)); \
     }                                                                                                                 \
     CONVOLVE3D_KW(IN, NAME_IN, 1, 8) CONVOLVE3D_KW(IN, NAME_IN, 3, 8) CONVOLVE3D_KW(IN, NAME_IN, 5, 8) \
-    CONVOLVE3D_KW(IN, NAME_IN, 7, 8) CONVOLVE3D_KW(IN, NAME_IN, 11, 4)
+    CONVOLVE3D_KW(IN, NAME_IN, 7, 8) CONVOLVE3D_KW(IN, NAME_IN, 9, 8) CONVOLVE3D_KW(IN, NAME_IN, 11, 4)
 CONVOLVE3D_IN(unsigned char, uchar)
 CONVOLVE3D_IN(unsigned short, ushort)
 CONVOLVE3D_IN(short, short)

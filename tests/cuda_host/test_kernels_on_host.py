@@ -250,12 +250,15 @@ def test_convolve3d_kernel_equals_numpy(host_cupy, monkeypatch):
         with portcv.using("numpy"):
             portcv.volume.convolve3d(video, kernel, method="direct", out_dtype="int32", border=border,
                                      border_value=value, time_mode=time_mode)
-    # The pad's word path from a source column before the row (kernel width 3, rows of whole
-    # words) and a constant row wider than a warp's 32 pieces.
-    for dtype, w, border in ((np.uint8, 44, "reflect101"), (np.int16, 10, "replicate"), (np.uint8, 530, "constant")):
+    # The pad's word path at each byte shift (kernel widths 3, 5, 7, 9 over rows of whole words),
+    # rows of more than 32 and 64 pieces (two pieces a lane, a lane's second pass), a row with no
+    # piece (int16, 10 wide) and constant rows wider than a warp's 32 pieces.
+    for dtype, w, kw, border in ((np.uint8, 44, 3, "reflect101"), (np.uint8, 1104, 7, "replicate"),
+                                 (np.uint8, 600, 9, "reflect101"), (np.uint16, 200, 3, "constant"),
+                                 (np.int16, 10, 3, "replicate"), (np.uint8, 530, 5, "constant")):
         info = np.iinfo(dtype)
         video = rng.integers(info.min, int(info.max) + 1, (3, 2, w)).astype(dtype)
         with portcv.using("numpy"):
-            portcv.volume.convolve3d(video, rng.integers(-3, 4, (3, 3, 3)), method="direct", out_dtype="int32",
+            portcv.volume.convolve3d(video, rng.integers(-3, 4, (3, 3, kw)), method="direct", out_dtype="int32",
                                      border=border, border_value=7, time_mode="same")
-    assert checked == ["convolve3d_direct"] * 21
+    assert checked == ["convolve3d_direct"] * 24

@@ -58,8 +58,8 @@ __global__ void __launch_bounds__(256) portcv_convolve3d_pad(const InT* __restri
     const int left = words ? first * V : 0;  // columns made per sample: [0, left) and [end * V, pitch)
     const int right0 = words ? end * V : 0;
     const int per_sample = left + pitch - right0;
-    const int lane = threadIdx.x % 32;
-    const int rows = frames * Hp;  // frame = plane * Tp + padded frame
+    const int lane = threadIdx.x % 32;  // blockDim.x is a multiple of 32 (launch_1d's 256)
+    const int rows = frames * Hp;  // frame = plane * Tp + padded frame; the launcher keeps it in range
     for (int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows; row += gridDim.x * blockDim.x / 32) {
         const int frame = row / Hp;
         const int plane = frame / Tp;

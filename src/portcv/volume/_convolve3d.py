@@ -302,11 +302,11 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
     # pieces (the allocation itself is 256-byte aligned).
     per_piece = 16 // np.dtype(video.dtype).itemsize
     pitch = -(-wp // per_piece) * per_piece
-    padded = cupy.empty(lead + (tp, hp, pitch), dtype=video.dtype)
     rows = planes * tp * hp
     pad_grid, pad_block = launch_1d(rows * 32)  # a warp per padded row
     if rows + pad_grid[0] * pad_block[0] // 32 > 2**31 - 1:  # the pad's row index (an int) and its stride
         return NotImplemented
+    padded = cupy.empty(lead + (tp, hp, pitch), dtype=video.dtype)
     pad = cuda_function(__name__, f"portcv_convolve3d_pad<{in_type}>")
     pad(pad_grid, pad_block,
         (cupy.ascontiguousarray(video), padded, np.int32(planes * tp), np.int32(t), np.int32(h), np.int32(w),

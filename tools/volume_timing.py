@@ -11,6 +11,7 @@ JAX), with one synchronized call beside it, and GMAC/s / % of the FP32 FMA peak 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -18,23 +19,24 @@ import numpy as np
 import portcv
 from timing import gpu_time_ms, jax_queue_ms, synced_ms
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
+from benchmarks import bench_distance as DIST  # noqa: E402  (the asv suite's inputs)
+from benchmarks import bench_volume as V  # noqa: E402
+
 FMA_PEAK = 33.45e12  # H100 SXM FP32 FMA/s
 
 
-def article_clip(rng: np.random.Generator, k: int) -> tuple[np.ndarray, np.ndarray]:
+def article_clip(k: int) -> tuple[np.ndarray, np.ndarray]:
     """Table 1's case: a (k + 3, 560, 720) uint8 clip and a quantized k x k x k kernel."""
-    clip = rng.integers(0, 256, (k + 3, 560, 720), dtype=np.uint8)
-    taps, _ = portcv.volume.quantize_kernel(rng.standard_normal((k, k, k)), bits=16)
-    return clip, taps
+    return V._article_clip(k), V._article_kernel(k)
 
 
 def direct_per_clip() -> None:
     """GPU time of CuPy's direct method per call of one clip and per clip in a batch of 16."""
     import cupy
 
-    rng = np.random.default_rng(0)
     for k in (5, 9, 15):
-        clip, taps = article_clip(rng, k)
+        clip, taps = article_clip(k)
         with portcv.using("cupy"):
             one = portcv.asarray(clip)
             batch = cupy.stack([one] * 16)
@@ -44,9 +46,8 @@ def direct_per_clip() -> None:
 
 
 def main(quick: bool, distance_only: bool) -> None:
-    rng = np.random.default_rng(0)
     for k in () if distance_only else (5, 9, 15):
-        clip, taps = article_clip(rng, k)
+        clip, taps = article_clip(k)
         macs = 4 * 560 * 720 * k**3
         for name in ("cupy", "jax"):
             with portcv.using(name) as b:
@@ -61,9 +62,8 @@ def main(quick: bool, distance_only: bool) -> None:
                     print(f"convolve3d {name:5s} {method:7s} k={k:2d}: {per_call:8.3f} ms/call (4 frames), "
                           f"single {single:8.3f} ms, {macs / per_call / 1e6:8.1f} GMAC/s, "
                           f"{100 * macs / (per_call * 1e-3) / FMA_PEAK:5.1f} % FMA peak", flush=True)
-    for m, n, l in ((4096, 16384, 128), (64, 20000, 11907)):
-        F = rng.integers(0, 256, (m, l), dtype=np.uint8)
-        D = rng.integers(0, 256, (n, l), dtype=np.uint8)
+    for size, (m, n, l) in DIST.SIZES.items():  # 4096x16384x128 and the LBP-sized 64x20000x11907
+        F, D = DIST.features(size)
         for name in ("cupy", "jax"):
             with portcv.using(name):
                 f, d = portcv.asarray(F), portcv.asarray(D)

@@ -104,9 +104,13 @@ __global__ void __launch_bounds__(256) portcv_convolve3d_pad(const InT* __restri
     }
 }
 
+template <typename AccT> struct C3Vec4;  // four taps, one shared-memory load
+template <> struct C3Vec4<float> { using type = float4; };
+template <> struct C3Vec4<int> { using type = int4; };
+
 // XS: output pixels per thread (consecutive x).
 template <typename InT, typename AccT, int KW, int XS>
-__global__ void __launch_bounds__(C3_BX * C3_BY)
+__global__ void __launch_bounds__(C3_BX * C3_BY, 4)  // at most 64 registers: 4 blocks an SM
 portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, int Hp, int Wp, int pitch,
                   int T_out, int H, int W, int KT, int KH, int F, int t_blocks, const int* __restrict__ taps) {
     extern __shared__ unsigned char c3_smem[];
@@ -115,9 +119,15 @@ portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, in
     const int rest = blockIdx.z / F;
     const int tb = rest % t_blocks;
     const int plane = rest / t_blocks;
+    // The taps in shared memory, each row of KW padded with zeros to KWP (a multiple of 4), so
+    // a thread reads 4 taps with one vector load.
+    constexpr int KWP = (KW + 3) / 4 * 4;
     const int n_taps = KT * KH * KW;
     const int tid = threadIdx.y * C3_BX + threadIdx.x;
-    for (int i = tid; i < n_taps; i += C3_BX * C3_BY) s_taps[i] = static_cast<AccT>(taps[(size_t)f * n_taps + i]);
+    for (int i = tid; i < KT * KH * KWP; i += C3_BX * C3_BY) {
+        const int tap_row = i / KWP, m = i - tap_row * KWP;
+        s_taps[i] = m < KW ? static_cast<AccT>(taps[(size_t)f * n_taps + tap_row * KW + m]) : AccT(0);
+    }
     __syncthreads();
 
     const int x0 = (blockIdx.x * C3_BX + threadIdx.x) * XS;
@@ -133,25 +143,41 @@ portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, in
 #pragma unroll
         for (int r = 0; r < XS; ++r) acc[j][r] = 0;
 
+    // A thread's window of a row, read as whole aligned words (x0 is a multiple of XS, rows are
+    // 16-byte aligned): the launcher's pitch leaves room for the words past the last window, and
+    // samples past Wp only reach sums of pixels past W, which are not stored.
     constexpr int WIN = XS + KW - 1;
+    constexpr int WORDS = (WIN * static_cast<int>(sizeof(InT)) + 3) / 4;
+    using Vec4 = typename C3Vec4<AccT>::type;
     const int in_frames = frames + KT - 1;
     for (int tt = 0; tt < in_frames; ++tt) {
         const InT* frame = base + (size_t)(t0 + tt) * Hp * pitch;
         for (int n = 0; n < KH; ++n) {
-            const InT* row = frame + (size_t)(y + n) * pitch + x0;
+            const unsigned* row = reinterpret_cast<const unsigned*>(frame + (size_t)(y + n) * pitch + x0);
+            union {
+                unsigned w[WORDS];
+                InT e[WORDS * 4 / sizeof(InT)];
+            } raw;
+#pragma unroll
+            for (int q = 0; q < WORDS; ++q) raw.w[q] = __ldg(row + q);
             AccT win[WIN];
 #pragma unroll
-            for (int i = 0; i < WIN; ++i) win[i] = (x0 + i < Wp) ? static_cast<AccT>(__ldg(row + i)) : AccT(0);
+            for (int i = 0; i < WIN; ++i) win[i] = static_cast<AccT>(raw.e[i]);
 #pragma unroll
             for (int j = 0; j < C3_FRAMES; ++j) {
                 const int l = tt - j;  // the time tap joining input frame tt to output frame j
                 if (l < 0 || l >= KT || j >= frames) continue;  // uniform across the block
-                const AccT* k = s_taps + (l * KH + n) * KW;
+                const Vec4* k = reinterpret_cast<const Vec4*>(s_taps + (l * KH + n) * KWP);
 #pragma unroll
-                for (int i = 0; i < KW; ++i) {
-                    const AccT kv = k[i];
+                for (int q = 0; q < KWP / 4; ++q) {
+                    const Vec4 four = k[q];
+                    const AccT kv[4] = {four.x, four.y, four.z, four.w};
 #pragma unroll
-                    for (int r = 0; r < XS; ++r) acc[j][r] = c3_mad(kv, win[r + i], acc[j][r]);
+                    for (int e = 0; e < 4; ++e) {
+                        if (4 * q + e >= KW) break;
+#pragma unroll
+                        for (int r = 0; r < XS; ++r) acc[j][r] = c3_mad(kv[e], win[r + 4 * q + e], acc[j][r]);
+                    }
                 }
             }
         }

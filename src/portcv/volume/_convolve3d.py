@@ -275,7 +275,8 @@ def _float32_exact_for(video_dtype: str, taps: tuple, shape: tuple) -> bool:
     return exact_in_float32(video_dtype, _taps_array(taps, shape))
 
 
-@convolve3d_direct_kernel.override("cupy", supports="kernel widths up to 31, at most 12,288 taps per kernel")
+@convolve3d_direct_kernel.override(
+    "cupy", supports="kernel widths up to 31, at most 12,288 taps per kernel (its rows of taps rounded up to 4)")
 def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
                             time_mode: str) -> Any:
     import cupy
@@ -283,8 +284,9 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
     from ..backends.cupy import cuda_function, device_constant, launch_1d
 
     f_count, kt, kh, kw = shape
-    n_taps = kt * kh * kw
-    if kw > MAX_SIDE or n_taps > 12288:  # shared memory holds one kernel's taps (48 KB)
+    # Shared memory holds one kernel's taps (48 KB), each row padded to a multiple of 4.
+    n_taps = kt * kh * (-(-kw // 4) * 4)
+    if kw > MAX_SIDE or n_taps > 12288:
         return NotImplemented
     t, h, w = video.shape[-3:]
     pad_t = kt // 2 if time_mode == "same" else 0
@@ -299,9 +301,10 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
         return NotImplemented
     in_type = _CUDA_INPUT[np.dtype(video.dtype).name]
     # Padded rows `pitch` elements apart, a multiple of 16 bytes: the pad kernel stores 16-byte
-    # pieces (the allocation itself is 256-byte aligned).
+    # pieces (the allocation itself is 256-byte aligned), and the sums read their windows as
+    # whole words, up to xs + 2 samples past wp.
     per_piece = 16 // np.dtype(video.dtype).itemsize
-    pitch = -(-wp // per_piece) * per_piece
+    pitch = -(-(wp + xs + 2) // per_piece) * per_piece
     rows = planes * tp * hp
     pad_grid, pad_block = launch_1d(rows * 32)  # a warp per padded row
     if rows + pad_grid[0] * pad_block[0] // 32 > 2**31 - 1:  # the pad's row index (an int) and its stride

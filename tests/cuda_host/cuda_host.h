@@ -104,6 +104,14 @@ inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
     return shift ? (lo >> shift) | (hi << (32 - shift)) : lo;
 }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+// Result byte n is byte (s >> 4n) & 7 of the pair (x low, y high); the sign-replicate mode
+// (bit 3 of a nibble) is not used by portcv and so not emulated.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    const unsigned long long pair = ((unsigned long long)y << 32) | x;
+    unsigned out = 0;
+    for (int n = 0; n < 4; ++n) out |= (unsigned)((pair >> (8 * ((s >> (4 * n)) & 7))) & 0xFF) << (8 * n);
+    return out;
+}
 
 // Runs a kernel over the grid: blocks one after another, each block's threads at once.
 inline void host_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,

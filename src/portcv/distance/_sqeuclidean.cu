@@ -35,34 +35,77 @@ __device__ __forceinline__ void sq_mma(int (&c)[4], const unsigned (&a)[4], unsi
 }
 
 // 64 feature bytes of 128 rows (rows >= `rows` and features >= `length` read as the centered
-// zero, which adds nothing) into shared memory, centered. VEC: rows are whole uint4s (length %
-// 16 == 0, 16-byte aligned base), so each thread moves two uint4; else byte by byte.
-template <bool CENTER, bool VEC>
-__device__ __forceinline__ void sq_load(unsigned char (*s)[SQ_PITCH], const unsigned char* __restrict__ x,
-                                        int row0, int rows, int k0, int length) {
-    const int tid = threadIdx.x;
+// zero, which adds nothing) into shared memory, centered, byte by byte: the path for rows that
+// are not whole uint4s (length % 16 != 0 or an unaligned base).
+template <bool CENTER>
+__device__ __forceinline__ void sq_load_bytes(unsigned char (*s)[SQ_PITCH], const unsigned char* __restrict__ x,
+                                              int row0, int rows, int k0, int length) {
+    const unsigned char flip = CENTER ? 0x80 : 0;
+    for (int idx = threadIdx.x; idx < SQ_BM * SQ_BK; idx += SQ_THREADS) {
+        const int r = idx / SQ_BK, c = idx - r * SQ_BK;
+        const int row = row0 + r, k = k0 + c;
+        unsigned char v = 0;
+        if (row < rows && k < length) v = x[(size_t)row * length + k] ^ flip;
+        s[r][c] = v;
+    }
+}
+
+// The same 64 x 128 bytes when rows are whole uint4s, in two halves: sq_fetch loads a thread's
+// two uint4 (centered) into registers, sq_store writes them to shared memory. The loop fetches
+// the next step's bytes before it multiplies this step's, so the loads are in flight meanwhile.
+constexpr int SQ_VECS = (SQ_BM * SQ_BK / 16) / SQ_THREADS;  // uint4s a thread moves per matrix
+template <bool CENTER>
+__device__ __forceinline__ void sq_fetch(uint4 (&v)[SQ_VECS], const unsigned char* __restrict__ x, int row0,
+                                         int rows, int k0, int length) {
     const unsigned flip = CENTER ? 0x80808080u : 0u;
-    if (VEC) {
 #pragma unroll
-        for (int i = 0; i < (SQ_BM * SQ_BK / 16) / SQ_THREADS; ++i) {
-            const int idx = tid + i * SQ_THREADS;
-            const int r = idx >> 2, seg = idx & 3;
-            const int row = row0 + r, k = k0 + seg * 16;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            if (row < rows && k < length) {
-                v = *reinterpret_cast<const uint4*>(x + (size_t)row * length + k);
-                v.x ^= flip; v.y ^= flip; v.z ^= flip; v.w ^= flip;
-            }
-            *reinterpret_cast<uint4*>(&s[r][seg * 16]) = v;
+    for (int i = 0; i < SQ_VECS; ++i) {
+        const int idx = threadIdx.x + i * SQ_THREADS;
+        const int row = row0 + (idx >> 2), k = k0 + (idx & 3) * 16;
+        v[i] = make_uint4(0, 0, 0, 0);
+        if (row < rows && k < length) {
+            v[i] = *reinterpret_cast<const uint4*>(x + (size_t)row * length + k);
+            v[i].x ^= flip; v[i].y ^= flip; v[i].z ^= flip; v[i].w ^= flip;
         }
-    } else {
-        for (int idx = tid; idx < SQ_BM * SQ_BK; idx += SQ_THREADS) {
-            const int r = idx / SQ_BK, c = idx - r * SQ_BK;
-            const int row = row0 + r, k = k0 + c;
-            unsigned char v = 0;
-            if (row < rows && k < length) v = x[(size_t)row * length + k] ^ (unsigned char)flip;
-            s[r][c] = v;
+    }
+}
+__device__ __forceinline__ void sq_store(unsigned char (*s)[SQ_PITCH], const uint4 (&v)[SQ_VECS]) {
+#pragma unroll
+    for (int i = 0; i < SQ_VECS; ++i) {
+        const int idx = threadIdx.x + i * SQ_THREADS;
+        *reinterpret_cast<uint4*>(&s[idx >> 2][(idx & 3) * 16]) = v[i];
+    }
+}
+
+// Four 8 x 16-byte matrices from shared memory, lane L giving the address of row L % 8 of matrix
+// L / 8; lane 4g + t receives word t of row g of each: the mma's fragment layout for 8-bit data.
+__device__ __forceinline__ void sq_ldmatrix4(unsigned (&r)[4], const unsigned char* p) {
+    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// One step's 64 bytes of the block's tile: per 32 bytes, the warp's A fragments (4 ldmatrix),
+// its B fragments (2 ldmatrix), 16 mma.
+__device__ __forceinline__ void sq_multiply(int (&acc)[4][4][4], const unsigned char (*sA)[SQ_PITCH],
+                                            const unsigned char (*sB)[SQ_PITCH], int a_row, int a_col,
+                                            int b_row, int b_col) {
+#pragma unroll
+    for (int ks = 0; ks < SQ_BK; ks += 32) {
+        unsigned a[4][4], b[4][2];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) sq_ldmatrix4(a[i], &sA[a_row + i * 16][ks + a_col]);
+#pragma unroll
+        for (int j = 0; j < 4; j += 2) {
+            unsigned q[4];
+            sq_ldmatrix4(q, &sB[b_row + j * 8][ks + b_col]);
+            b[j][0] = q[0]; b[j][1] = q[1]; b[j + 1][0] = q[2]; b[j + 1][1] = q[3];
         }
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) sq_mma(acc[i][j], a[i], b[j][0], b[j][1]);
     }
 }
 
@@ -112,33 +155,36 @@ portcv_sqeuclidean(const unsigned char* __restrict__ F, const unsigned char* __r
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[i][j][r] = 0;
 
-    for (int k0 = 0; k0 < length; k0 += SQ_BK) {
-        sq_load<CENTER, VEC>(sA, F, row0, m, k0, length);
-        sq_load<CENTER, VEC>(sB, D, col0, n, k0, length);
-        __syncthreads();
-#pragma unroll
-        for (int ks = 0; ks < SQ_BK; ks += 32) {
-            unsigned a[4][4], b[4][2];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int r = wm + i * 16 + g;
-                a[i][0] = *reinterpret_cast<const unsigned*>(&sA[r][ks + 4 * t]);
-                a[i][1] = *reinterpret_cast<const unsigned*>(&sA[r + 8][ks + 4 * t]);
-                a[i][2] = *reinterpret_cast<const unsigned*>(&sA[r][ks + 16 + 4 * t]);
-                a[i][3] = *reinterpret_cast<const unsigned*>(&sA[r + 8][ks + 16 + 4 * t]);
+    // Fragments by ldmatrix (see the layout above): A's 16 x 32 tile i is 4 matrices (rows
+    // +0 / +8, bytes +0 / +16), lane L addressing row L % 8 of matrix L / 8; two of B's 8-row
+    // tiles j, j + 1 (bytes +0 / +16 each) are another 4. Rows are 80 bytes apart, so the 8
+    // rows of a matrix fall on 8 different 4-bank groups.
+    const int lr = lane & 7, lq = lane >> 3;
+    const int a_row = wm + lr + 8 * (lq & 1), a_col = 16 * (lq >> 1);
+    const int b_row = wn + lr + 8 * (lq >> 1), b_col = 16 * (lq & 1);
+    if (VEC) {
+        uint4 va[SQ_VECS], vb[SQ_VECS];
+        sq_fetch<CENTER>(va, F, row0, m, 0, length);
+        sq_fetch<CENTER>(vb, D, col0, n, 0, length);
+        for (int k0 = 0; k0 < length; k0 += SQ_BK) {
+            sq_store(sA, va);
+            sq_store(sB, vb);
+            __syncthreads();
+            if (k0 + SQ_BK < length) {
+                sq_fetch<CENTER>(va, F, row0, m, k0 + SQ_BK, length);
+                sq_fetch<CENTER>(vb, D, col0, n, k0 + SQ_BK, length);
             }
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const int c = wn + j * 8 + g;
-                b[j][0] = *reinterpret_cast<const unsigned*>(&sB[c][ks + 4 * t]);
-                b[j][1] = *reinterpret_cast<const unsigned*>(&sB[c][ks + 16 + 4 * t]);
-            }
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-#pragma unroll
-                for (int j = 0; j < 4; ++j) sq_mma(acc[i][j], a[i], b[j][0], b[j][1]);
+            sq_multiply(acc, sA, sB, a_row, a_col, b_row, b_col);
+            __syncthreads();
         }
-        __syncthreads();
+    } else {
+        for (int k0 = 0; k0 < length; k0 += SQ_BK) {
+            sq_load_bytes<CENTER>(sA, F, row0, m, k0, length);
+            sq_load_bytes<CENTER>(sB, D, col0, n, k0, length);
+            __syncthreads();
+            sq_multiply(acc, sA, sB, a_row, a_col, b_row, b_col);
+            __syncthreads();
+        }
     }
 
     const int* nd = norms + m;

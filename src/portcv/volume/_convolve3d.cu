@@ -42,8 +42,9 @@ __global__ void __launch_bounds__(256) portcv_convolve3d_pad(const InT* __restri
     // source rows do not start on a word) are a lane's per sample, remapped under `border`. So
     // the lanes of a warp take one path at a time: with a lane remapping its piece's samples one
     // by one while the others waited, ncu counted 6 of 32 threads active and the pad ran at a
-    // quarter of the memory's bandwidth. Samples from Wp to the pitch are made too; the sums
-    // never read them.
+    // quarter of the memory's bandwidth. Samples from Wp to the pitch are made too (so nothing
+    // the sums read is uninitialised); the sums' whole-word windows read some of them, which
+    // reach only sums of pixels past W, never stored.
     constexpr int V = 16 / sizeof(InT);
     constexpr int WORD = 4 / sizeof(InT);
     const int pieces = pitch / V;
@@ -138,7 +139,8 @@ template <> struct C3Vec4<int> { using type = int4; };
 
 // XS: output pixels per thread (consecutive x).
 template <typename InT, typename AccT, int KW, int XS>
-__global__ void __launch_bounds__(C3_BX * C3_BY, 4)  // at most 64 registers: 4 blocks an SM
+__global__ void __launch_bounds__(C3_BX * C3_BY, 4)  // at most 64 registers: 4 blocks an SM (float sums
+                                                   // at kw 23-31 then spill 8-16 bytes, sm_90)
 portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, int Hp, int Wp, int pitch,
                   int T_out, int H, int W, int KT, int KH, int F, int t_blocks, const int* __restrict__ taps) {
     extern __shared__ unsigned char c3_smem[];

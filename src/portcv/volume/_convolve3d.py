@@ -302,7 +302,7 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
     in_type = _CUDA_INPUT[np.dtype(video.dtype).name]
     # Padded rows `pitch` elements apart, a multiple of 16 bytes: the pad kernel stores 16-byte
     # pieces (the allocation itself is 256-byte aligned), and the sums read their windows as
-    # whole words, up to xs + 2 samples past wp.
+    # whole words, at most xs + 2 samples past wp (xs + 1 for uint8, xs - 1 for 16-bit samples).
     per_piece = 16 // np.dtype(video.dtype).itemsize
     pitch = -(-(wp + xs + 2) // per_piece) * per_piece
     rows = planes * tp * hp

@@ -137,10 +137,10 @@ template <typename AccT> struct C3Vec4;  // four taps, one shared-memory load
 template <> struct C3Vec4<float> { using type = float4; };
 template <> struct C3Vec4<int> { using type = int4; };
 
-// XS: output pixels per thread (consecutive x).
+// XS: output pixels per thread (consecutive x). The launch bounds keep 64 registers, 4 blocks
+// an SM (float sums at kw 23-31 then spill 8-16 bytes on sm_90).
 template <typename InT, typename AccT, int KW, int XS>
-__global__ void __launch_bounds__(C3_BX * C3_BY, 4)  // at most 64 registers: 4 blocks an SM (float sums
-                                                   // at kw 23-31 then spill 8-16 bytes, sm_90)
+__global__ void __launch_bounds__(C3_BX * C3_BY, 4)
 portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, int Hp, int Wp, int pitch,
                   int T_out, int H, int W, int KT, int KH, int F, int t_blocks, const int* __restrict__ taps) {
     extern __shared__ unsigned char c3_smem[];

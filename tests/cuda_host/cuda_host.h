@@ -24,6 +24,7 @@ using std::min;
 #define __forceinline__ inline
 #define __restrict__
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 // Only dynamic shared memory: `extern __shared__ T name[];` declares the global array the
 // wrapper defines for the kernel (blocks run one at a time). A static __shared__ array would
 // become one per thread here, so kernels with one are not built this way.

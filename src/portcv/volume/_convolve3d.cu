@@ -143,7 +143,7 @@ template <typename InT, typename AccT, int KW, int XS>
 __global__ void __launch_bounds__(C3_BX * C3_BY, 4)
 portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, int Hp, int Wp, int pitch,
                   int T_out, int H, int W, int KT, int KH, int F, int t_blocks, const int* __restrict__ taps) {
-    extern __shared__ unsigned char c3_smem[];
+    extern __shared__ __align__(16) unsigned char c3_smem[];  // the taps are read as float4 / int4
     AccT* s_taps = reinterpret_cast<AccT*>(c3_smem);
     const int f = blockIdx.z % F;
     const int rest = blockIdx.z / F;

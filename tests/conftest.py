@@ -105,7 +105,7 @@ SLOW_TESTS = {
     "test_cli_video_frames_limit_in_a_fresh_process", "test_writer_close_is_idempotent_and_errors_are_video_errors",
     "test_writer_abandons_the_file_on_an_exception", "test_skip_rule_and_compaction_equal_opencv_scan",
     "test_cli_serve_and_view", "test_motion_command_says_how_many_cells_moved",
-    "test_jax_blocks_bound_a_frames_memory",
+    "test_jax_blocks_bound_a_frames_memory", "test_pallas_conv3d_equals_the_valid_sums_in_interpret_mode",
 }
 
 

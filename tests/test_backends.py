@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import pytest
 import portcv
 from portcv import backends
 from portcv._kernel import Kernel, kernel
+from portcv.backends import jax as jax_backend
 from portcv.backends.numpy import NumpyBackend
 
 
@@ -319,3 +322,41 @@ def test_conversions_name_ragged_lists_and_list_dtypes():
     with pytest.raises(TypeError, match=r"pass np.asarray\(image, np.uint8\)"):
         portcv.filters.box_blur([[1, 2], [3, 4]], 3)
     np.testing.assert_array_equal(portcv.to_numpy([[1, 2], [3, 4]]), [[1, 2], [3, 4]])  # numbers stay fine
+
+
+# ---------------------------------------------------------------- JAX: Pallas' Triton backend
+def test_without_pallas_triton_the_probe_says_so(monkeypatch):
+    """Once JAX drops Pallas' Triton backend, the probe says so (portcv's Pallas kernels give way to
+    their XLA versions) and nothing fails to import."""
+    pytest.importorskip("jax")
+    jax_backend.pallas_triton_usable.cache_clear()
+    monkeypatch.setitem(sys.modules, "jax.experimental.pallas.triton", None)  # the import fails
+    try:
+        assert jax_backend.pallas_triton_usable() is False
+    finally:
+        jax_backend.pallas_triton_usable.cache_clear()
+
+
+def test_the_pallas_probe_answers_the_same_inside_a_trace():
+    """The probe runs where a Pallas kernel's caller is traced (convolve3d's direct method): there
+    it must still run its kernel (on a GPU: True), not fail to read a tracer back and quietly
+    answer False."""
+    jax = pytest.importorskip("jax")
+    jax_backend.pallas_triton_usable.cache_clear()
+    outside = jax_backend.pallas_triton_usable()
+    jax_backend.pallas_triton_usable.cache_clear()
+    inside = []
+    jax.jit(lambda x: (inside.append(jax_backend.pallas_triton_usable()), x)[1])(1)
+    assert inside == [outside]
+    if jax.default_backend() == "gpu" and importlib.util.find_spec("jax.experimental.pallas.triton"):
+        assert outside, "Pallas' Triton backend is there but its probe kernel did not run"
+
+
+def test_only_jax_s_pallas_triton_deprecation_is_hidden():
+    """The deprecation warning is addressed to portcv, not its users; any other warning shows."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with jax_backend.quiet_pallas_triton():
+            warnings.warn("The Pallas Triton backend is deprecated and will be removed", DeprecationWarning)
+            with pytest.raises(DeprecationWarning, match="something else"):
+                warnings.warn("something else is deprecated", DeprecationWarning)

@@ -4,6 +4,7 @@ JAX), with one synchronized call beside it, and GMAC/s / % of the FP32 FMA peak 
 
     python tools/volume_timing.py [--quick] [--distance]   # --distance: the distances only
     python tools/volume_timing.py --direct    # CuPy's direct kernel alone: one clip, 16 clips a call
+    python tools/volume_timing.py --direct --jax   # the same for JAX's direct method
 
 --direct is what a change to the direct kernels is A/B-timed with:
     BASE=.device/base bash tools/gpu_ab.sh python3 volume_timing.py --direct
@@ -31,18 +32,25 @@ def article_clip(k: int) -> tuple[np.ndarray, np.ndarray]:
     return V._article_clip(k), V._article_kernel(k)
 
 
-def direct_per_clip() -> None:
-    """GPU time of CuPy's direct method per call of one clip and per clip in a batch of 16."""
-    import cupy
-
-    for k in (5, 9, 15):
+def direct_per_clip(name: str = "cupy") -> None:
+    """Time of the direct method per call of one clip and per clip in a batch of 16 (CUDA events
+    on CuPy, one wait after back-to-back calls on JAX). The first k is timed twice, the first
+    time unreported: a GPU fresh from idle ran the first measurement of a process up to 8x slower
+    (H200, JAX k = 5: 382 µs a clip, then 45)."""
+    for i, k in enumerate((5, 5, 9, 15)):
         clip, taps = article_clip(k)
-        with portcv.using("cupy"):
+        with portcv.using(name) as b:
             one = portcv.asarray(clip)
-            batch = cupy.stack([one] * 16)
-            single, _ = gpu_time_ms(lambda: portcv.volume.convolve3d(one, taps, method="direct"), repeat=20, rounds=3)
-            many, _ = gpu_time_ms(lambda: portcv.volume.convolve3d(batch, taps, method="direct"), repeat=5, rounds=3)
-        print(f"convolve3d direct k={k:2d}: {single * 1e3:.1f} µs/call, {many * 1e3 / 16:.1f} µs/clip in 16", flush=True)
+            batch = b.xp.stack([one] * 16)
+            if name == "cupy":
+                single, _ = gpu_time_ms(lambda: portcv.volume.convolve3d(one, taps, method="direct"), repeat=20, rounds=3)
+                many, _ = gpu_time_ms(lambda: portcv.volume.convolve3d(batch, taps, method="direct"), repeat=5, rounds=3)
+            else:
+                single = jax_queue_ms(lambda: portcv.volume.convolve3d(one, taps, method="direct"), repeat=20, rounds=3)
+                many = jax_queue_ms(lambda: portcv.volume.convolve3d(batch, taps, method="direct"), repeat=5, rounds=3)
+        if i:
+            print(f"convolve3d {name} direct k={k:2d}: {single * 1e3:.1f} µs/call, {many * 1e3 / 16:.1f} µs/clip in 16",
+                  flush=True)
 
 
 def main(quick: bool, distance_only: bool) -> None:
@@ -80,6 +88,6 @@ def main(quick: bool, distance_only: bool) -> None:
 
 if __name__ == "__main__":
     if "--direct" in sys.argv:
-        direct_per_clip()
+        direct_per_clip("jax" if "--jax" in sys.argv else "cupy")
     else:
         main("--quick" in sys.argv, "--distance" in sys.argv)

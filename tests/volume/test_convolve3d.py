@@ -275,3 +275,41 @@ def test_jax_without_64_bit_mode_refuses_the_fft_methods(method):
     video = np.zeros((4, 6, 7), np.uint8)
     with jax_without_x64(), pytest.raises(RuntimeError, match="jax_enable_x64 is on"):
         volume.convolve3d(video, np.ones((3, 3, 3), int), method=method)
+
+
+@given(video=videos(max_t=7, max_h=20, max_w=70, dtypes=("uint8", "int16", "uint16")),
+       kernel=kernels(max_side=5))
+@settings(max_examples=12, deadline=None)
+def test_pallas_conv3d_equals_the_valid_sums_in_interpret_mode(video, kernel):
+    """The JAX backend's GPU kernel for the direct method (Pallas), run by Pallas' interpreter on
+    the CPU: the exact 'valid' sums of a padded volume, whatever the tiles' overhang in frames,
+    rows and columns, for banks and batches."""
+    pytest.importorskip("jax")
+    pytest.importorskip("jax.experimental.pallas.triton")
+    from hypothesis import assume
+
+    bank = kernel if kernel.ndim == 4 else kernel[None]
+    shape = bank.shape
+    taps = tuple(int(v) for v in bank.reshape(-1))
+    assume(all(s >= k for s, k in zip(video.shape[-3:], shape[1:])))
+    assume(_convolve3d._float32_exact_for(video.dtype.name, taps, shape))
+    conv = _convolve3d.pallas_conv3d(video.shape, shape, interpret=True)
+    got = np.asarray(conv(video, bank.astype(np.float32)))
+    (kt, kh, kw), (tp, hp, wp) = shape[1:], video.shape[-3:]
+    t_out, h, w = tp - kt + 1, hp - kh + 1, wp - kw + 1
+    want = np.zeros(video.shape[:-3] + (shape[0], t_out, h, w), np.int64)
+    for f in range(shape[0]):
+        for l in range(kt):
+            for n in range(kh):
+                for m in range(kw):
+                    want[..., f, :, :, :] += int(bank[f, l, n, m]) * video[..., l:l + t_out, n:n + h, m:m + w].astype(np.int64)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+def test_pallas_conv3d_is_declined_where_it_would_not_pay():
+    """No Pallas program for kernels whose unrolled loads would take minutes to compile: XLA's
+    convolution runs instead."""
+    pytest.importorskip("jax.experimental.pallas.triton")
+    assert _convolve3d.pallas_conv3d((8, 40, 40), (1, 5, 5, 5), interpret=True) is not None
+    assert _convolve3d.pallas_conv3d((18, 40, 40), (1, 15, 15, 15), interpret=True) is None

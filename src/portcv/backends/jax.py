@@ -11,9 +11,11 @@ explicit dtypes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from typing import Any, Callable
+import warnings
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -186,6 +188,50 @@ class JaxBackend(Backend):
 
         d = jax.devices()[0]
         return f"{d.platform}:{d.id} ({d.device_kind})"
+
+
+#: The start of JAX's warning (0.11) that Pallas' Triton backend, which portcv's GPU kernels in
+#: Pallas use, is deprecated.
+PALLAS_TRITON_DEPRECATED = "The Pallas Triton backend is deprecated"
+
+
+@contextlib.contextmanager
+def quiet_pallas_triton() -> Iterator[None]:
+    """Hide JAX's deprecation warning of Pallas' Triton backend, and only it: it is addressed to
+    whoever writes Pallas kernels (portcv), not to portcv's users, who cannot act on it. JAX
+    lowers a kernel when the program that holds it is first called, so this wraps that call;
+    inside a user's own ``jax.jit`` the lowering happens at the user's call, where it still shows."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PALLAS_TRITON_DEPRECATED, category=DeprecationWarning)
+        yield
+
+
+@functools.cache
+def pallas_triton_usable() -> bool:
+    """Whether this JAX still compiles and runs a Pallas Triton kernel on its default device.
+    portcv's Pallas kernels (convolve3d's direct method, the joint bilateral filter, histograms)
+    ask first: the backend is deprecated, and once JAX removes it (or makes the deprecation an
+    error) they give way to their XLA versions, the same bits. Probed once, with a one-tile copy."""
+    import jax
+    import jax.numpy as jnp
+
+    try:
+        import jax.experimental.pallas as pl
+        import jax.experimental.pallas.triton as plgpu
+    except ImportError:
+        return False
+
+    def add_one(x_ref: Any, o_ref: Any) -> None:
+        o_ref[...] = x_ref[...] + 1
+
+    probe = pl.pallas_call(add_one, out_shape=jax.ShapeDtypeStruct((16, 128), jnp.int32),
+                           compiler_params=plgpu.CompilerParams(num_warps=4, num_stages=1))
+    # Eagerly, even when called while a program is traced (a tracer could not be read back).
+    with quiet_pallas_triton(), jax.ensure_compile_time_eval():
+        try:
+            return bool((np.asarray(jax.jit(probe)(jnp.zeros((16, 128), jnp.int32))) == 1).all())
+        except Exception:  # noqa: BLE001 (no Triton lowering here, for whatever reason: use XLA)
+            return False
 
 
 def host_call(kernel: Any, *arrays: Any, same_shape_as: str | None = None, **params: Any) -> Any:

@@ -36,7 +36,7 @@ import numpy as np
 from .. import _validate
 from .._kernel import kernel
 from ..backends import asarray, backend, owner_of
-from ..backends.jax import jit
+from ..backends.jax import jit, pallas_triton_usable, quiet_pallas_triton
 
 #: Bin counts a histogram may have: the divisors of 256 (bin = value * bins // 256).
 BINS = tuple(1 << k for k in range(9))
@@ -242,10 +242,11 @@ def _histogram_jax(img: Any, *, bins: int, has_channels: bool) -> Any:
 
     # On a GPU: one-hot products on the tensor cores (pallas_histogram). Elsewhere, and for
     # several channels, a scatter-add: XLA's CPU sort takes ~1 s for a 4K frame (see run()).
-    if jax.default_backend() == "gpu":
+    if jax.default_backend() == "gpu" and pallas_triton_usable():
         counted = pallas_histogram(tuple(img.shape), bins, has_channels)
         if counted is not None:
-            return counted(img)
+            with quiet_pallas_triton():  # JAX lowers the kernel at the first call
+                return counted(img)
     return _histogram_jax_compiled(bins, has_channels)(img)
 
 

@@ -29,6 +29,7 @@ from .. import _validate
 from .._border import BORDER_CODE, BORDERS, pad_axis
 from .._kernel import kernel
 from ..backends import backend, require_dtype, to_numpy
+from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
 from ..filters._separable import OUT_DTYPES, finish_accumulator
 
 #: Video dtypes and their value ranges (the exactness bounds use the largest magnitude).
@@ -332,15 +333,107 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
 def _convolve3d_direct_jax(video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
                            time_mode: str) -> Any:
     # XLA has no integer convolution on the GPU, and the portable code (one slice per tap) makes
-    # a program of k**3 operations: use XLA's float32 convolution where it is exact, else the
-    # float64 FFT (same bits by its bound).
+    # a program of k**3 operations: where float32 is exact, a Pallas kernel on a GPU (up to
+    # k = 9) or XLA's float32 convolution, else the float64 FFT (same bits by its bound).
     padded = pad_video(backend().xp, video, shape[1:], border, border_value, time_mode)
     w4 = _taps_array(taps, shape)
     if _float32_exact_for(np.dtype(padded.dtype).name, taps, shape):
+        if not backend().runs_on_host and pallas_triton_usable():
+            conv = pallas_conv3d(tuple(padded.shape), shape)
+            if conv is not None:
+                return conv(padded, w4.astype(np.float32))
         return _jax_conv()(padded, w4.astype(np.float32))
     if _fft_error_bound(padded.dtype, tuple(padded.shape), w4, "fft") < FFT_BOUND_LIMIT:
         return convolve3d_fft_kernel.portable_for(backend())(padded, taps=taps, shape=shape)
     return NotImplemented
+
+
+#: Pallas convolution: a program makes `frames` output frames of a `rows` x `cols` tile (powers of
+#: two, as Triton's blocks must be) with `warps` warps, chosen by the kernel's width: the first
+#: entry whose kw bound is at least kw. From an H200 sweep of the article's clips in batches of 16
+#: (k = 5: 4 x 16 x 128 with 8 warps 41.7 µs a clip, some other shapes over 140; k = 7:
+#: 4 x 8 x 128 118.7; k = 9: 4 x 4 x 128 225.4; the whole call with them: docs/volume.md).
+PALLAS_TILES = ((5, (4, 16, 128, 8)), (7, (4, 8, 128, 4)), (31, (4, 4, 128, 4)))
+
+
+def pallas_tile(kw: int) -> tuple[int, int, int, int]:
+    """``(frames, rows, cols, warps)`` of the Pallas program for kernels kw wide."""
+    return next(tile for bound, tile in PALLAS_TILES if kw <= bound)
+
+
+#: The program is unrolled over (frames + kt - 1) x kw shifted loads; its compile time grows
+#: with them (6 s at k = 9, over a minute at k = 15), so larger kernels keep XLA's convolution.
+PALLAS_MAX_LOADS = 108
+
+
+@functools.lru_cache(maxsize=None)
+def pallas_conv3d(shape: tuple, kernel_shape: tuple, interpret: bool = False) -> Any:
+    """Jitted exact 3-D correlation of a padded volume ``(..., Tp, Hp, Wp)`` with float32 taps
+    ``(F, kt, kh, kw)`` by a Pallas (Triton) kernel -> ``(..., F, T, H, W)`` int32, or ``None``
+    where the grid would not fit (more than 65,535 programs on a grid axis) or the program would be
+    too large (PALLAS_MAX_LOADS). Its caller checks :func:`pallas_triton_usable` first.
+
+    XLA's float32 convolution of one channel (cuDNN) runs at under 1 T multiply-add/s on an H200
+    at k = 5. Here a program keeps a few output frames of one tile in registers (float32:
+    the caller checked that every partial sum is an integer below 2**24, so every product and
+    add is exact in any order) and walks the input frames they need: each shifted input tile,
+    loaded once, feeds every output frame whose time tap reaches it (the CUDA kernel's
+    streaming). The input is zero-padded so that every program's loads stay inside it; the
+    output is cut back to (T, H, W).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    import jax.experimental.pallas as pl
+    import jax.experimental.pallas.triton as plgpu
+
+    from ..backends.jax import jit
+
+    lead, (tp, hp, wp) = shape[:-3], shape[-3:]
+    planes = math.prod(lead)
+    f_count, kt, kh, kw = kernel_shape
+    t_out, h, w = tp - kt + 1, hp - kh + 1, wp - kw + 1
+    tf, bh, bw, warps = pallas_tile(kw)
+    t_blocks, y_blocks, x_blocks = -(-t_out // tf), -(-h // bh), -(-w // bw)
+    grid = (y_blocks * x_blocks, t_blocks, planes * f_count)
+    if min(planes, t_out, h, w) <= 0 or max(grid[1:]) > 65535 or grid[0] > 2**31 - 1:
+        return None
+    if (tf + kt - 1) * kw > PALLAS_MAX_LOADS:
+        return None
+    # Frames, rows and columns every program's loads may reach.
+    tp_all, hp_all, wp_all = t_blocks * tf + kt - 1, y_blocks * bh + kh - 1, x_blocks * bw + kw - 1
+
+    def program(x_ref: Any, k_ref: Any, o_ref: Any) -> None:
+        tile, tb, pf = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+        plane, f = pf // f_count, pf % f_count
+        t0, y0, x0 = tb * tf, (tile // x_blocks) * bh, (tile % x_blocks) * bw
+
+        def row_tap(n: Any, acc: tuple) -> tuple:
+            acc = list(acc)
+            for tt in range(tf + kt - 1):  # input frame t0 + tt
+                for m in range(kw):
+                    window = x_ref[plane, t0 + tt, pl.ds(y0 + n, bh), pl.ds(x0 + m, bw)].astype(jnp.float32)
+                    for j in range(max(0, tt - kt + 1), min(tf, tt + 1)):  # output frames reaching it
+                        acc[j] = acc[j] + k_ref[f, tt - j, n, m] * window
+            return tuple(acc)
+
+        zeros = tuple(jnp.zeros((bh, bw), jnp.float32) for _ in range(tf))
+        acc = jax.lax.fori_loop(0, kh, row_tap, zeros)
+        for j in range(tf):
+            o_ref[plane, f, t0 + j, pl.ds(y0, bh), pl.ds(x0, bw)] = acc[j].astype(jnp.int32)
+
+    call = pl.pallas_call(
+        program, grid=grid, interpret=interpret,
+        out_shape=jax.ShapeDtypeStruct((planes, f_count, t_blocks * tf, y_blocks * bh, x_blocks * bw), jnp.int32),
+        compiler_params=plgpu.CompilerParams(num_warps=warps, num_stages=1))
+
+    def run(padded: Any, taps: Any) -> Any:
+        x = jnp.reshape(padded, (planes, tp, hp, wp))
+        x = jnp.pad(x, ((0, 0), (0, tp_all - tp), (0, hp_all - hp), (0, wp_all - wp)))
+        y = call(x, jnp.asarray(taps, jnp.float32))[:, :, :t_out, :h, :w]
+        return jnp.reshape(y, lead + (f_count, t_out, h, w))
+
+    return jit(run)
 
 
 @functools.cache
@@ -460,7 +553,15 @@ def _pipeline(b: Any, chosen: str, taps: Taps, shape: tuple, border: str, border
         out = acc if (shift, out_dtype) == (0, "int32") else finish_accumulator(xp, acc, ("shift", shift, 0, out_dtype))
         return out if bank else out[..., 0, :, :, :]
 
-    return b.jit(run)
+    compiled = b.jit(run)
+    if compiled is run:  # eager backends: nothing is compiled, no Pallas kernel
+        return run
+
+    def quiet(video: Any) -> Any:
+        with quiet_pallas_triton():  # JAX lowers the direct method's Pallas kernel here
+            return compiled(video)
+
+    return quiet
 
 
 def pad_video(xp: Any, video: Any, kernel_shape: tuple[int, int, int], border: str, border_value: int,

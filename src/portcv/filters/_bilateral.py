@@ -4,7 +4,8 @@ that Lin et al.'s depth-colour bilateral filter (``portcv.depth.dcbf``) shares w
 Every weight is a host-built integer table (the spatial Gaussian per window offset, the range
 Gaussian per colour difference), every pixel operation is integer, and the one division is an
 exact integer division, so NumPy, CuPy and JAX give the same bits. The portable array-API kernel
-loops over the window's offsets only; each offset is a handful of whole-image operations.
+loops over the window's offsets only; each offset is a handful of whole-image operations. CuPy's
+override is ``_bilateral_cuda.py``, JAX's (Pallas kernels on a GPU) ``_bilateral_pallas.py``.
 """
 
 from __future__ import annotations
@@ -374,3 +375,4 @@ def joint_bilateral(
 
 
 from . import _bilateral_cuda  # noqa: E402,F401  (registers the CuPy override)
+from . import _bilateral_pallas  # noqa: E402,F401  (registers the JAX override)

@@ -107,6 +107,7 @@ SLOW_TESTS = {
     "test_cli_serve_and_view", "test_motion_command_says_how_many_cells_moved",
     "test_jax_blocks_bound_a_frames_memory", "test_pallas_conv3d_equals_the_valid_sums_in_interpret_mode",
     "test_pallas_bilateral_kernels_equal_the_portable_code_in_interpret_mode",
+    "test_pallas_zoom_equals_the_portable_code_in_interpret_mode",
 }
 
 

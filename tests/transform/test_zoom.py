@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import portcv
@@ -135,6 +135,27 @@ def test_numpy_blocks_equal_the_portable_code(data, order, factor, block):
         assert_same_bits(portable, on_backend("numpy", transform.spline_filter, img, channel_axis=axis))
     finally:
         _zoom.NUMPY_BLOCK = old
+
+
+@given(data=images(max_h=19, max_w=40), order=orders, coefficients=st.booleans(), dh=st.integers(1, 50),
+       dw=st.integers(1, 90))
+@settings(max_examples=10, deadline=None)
+def test_pallas_zoom_equals_the_portable_code_in_interpret_mode(data, order, coefficients, dh, dw):
+    """The JAX backend's GPU interpolation (Pallas), run by Pallas' interpreter on the CPU: the
+    portable version's bits on pixels and on Q16 coefficients, for any output size (exact and
+    rounded weights; tiles overhanging the output's last rows and columns), channels and batches."""
+    pytest.importorskip("jax")
+    pytest.importorskip("jax.experimental.pallas.triton")
+    from portcv.transform import _zoom, _zoom_pallas
+
+    img, axis = data
+    has_channels = axis == -1
+    coef = _zoom.spline_prefilter_kernel.portable(np, img, has_channels=has_channels) if coefficients else img
+    params = dict(order=order, size=(dh, dw), has_channels=has_channels, frac_bits=16 if coefficients else 0)
+    run = _zoom_pallas.pallas_zoom(coef.shape, coef.dtype.name, **params, interpret=True)
+    with portcv.using("jax") as b:
+        got = run(b.xp.asarray(coef))
+    assert_same_bits(_zoom.spline_zoom_kernel.portable(np, coef, **params), got)
 
 
 @pytest.mark.filterwarnings("ignore:Explicitly requested dtype")

@@ -479,3 +479,4 @@ def zoom_to_size(img: Any, size: tuple[int, int], *, order: int, prefilter: bool
 
 
 from . import _zoom_cuda  # noqa: E402,F401  (registers the CuPy overrides)
+from . import _zoom_pallas  # noqa: E402,F401  (registers the JAX override)

@@ -209,8 +209,8 @@ def quiet_pallas_triton() -> Iterator[None]:
 @functools.cache
 def pallas_triton_usable() -> bool:
     """Whether this JAX still compiles and runs a Pallas Triton kernel on its default device.
-    portcv's Pallas kernels (convolve3d's direct method, the joint bilateral filter, histograms)
-    ask first: the backend is deprecated, and once JAX removes it (or makes the deprecation an
+    portcv's Pallas kernels (convolve3d's direct method, the joint bilateral filter and DCBF,
+    the zoom's interpolation, histograms) ask first: the backend is deprecated, and once JAX removes it (or makes the deprecation an
     error) they give way to their XLA versions, the same bits. Probed once, with a one-tile copy."""
     import jax
     import jax.numpy as jnp

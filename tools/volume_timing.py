@@ -35,8 +35,8 @@ def article_clip(k: int) -> tuple[np.ndarray, np.ndarray]:
 def direct_per_clip(name: str = "cupy") -> None:
     """Time of the direct method per call of one clip and per clip in a batch of 16 (CUDA events
     on CuPy, one wait after back-to-back calls on JAX). The first k is timed twice, the first
-    time unreported: a GPU fresh from idle ran the first measurement of a process up to 8x slower
-    (H200, JAX k = 5: 382 µs a clip, then 45)."""
+    time unreported: on an H200 the first JAX measurement of a process ran 3-8x slower (k = 5:
+    153 and 382 µs a clip, then 45-50), even right after CuPy's timings; the cause is not isolated."""
     for i, k in enumerate((5, 5, 9, 15)):
         clip, taps = article_clip(k)
         with portcv.using(name) as b:

@@ -32,6 +32,8 @@ using std::min;
 
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
 struct int2 { int x, y; };
+struct alignas(16) double2 { double x, y; };
+inline double2 make_double2(double x, double y) { return {x, y}; }
 #define HOST_VECTOR4(V, T)                                                    \
     struct alignas(4 * sizeof(T)) V { T x, y, z, w; };                      \
     inline V make_##V(T a, T b, T c, T d) { return {a, b, c, d}; }
@@ -97,6 +99,7 @@ inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b)
 }
 inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((unsigned long long)a * b) >> 32); }
 inline int __float2int_rn(float x) { return (int)std::nearbyint(x); }
+inline int __double2int_rn(double x) { return (int)std::nearbyint(x); }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
 template <typename T> inline T __ldg(const T* p) { return *p; }

@@ -116,4 +116,25 @@ PROPAGATION(unsigned short, ushort)
 CONVOLVE3D_IN(unsigned char, uchar)
 CONVOLVE3D_IN(unsigned short, ushort)
 CONVOLVE3D_IN(short, short)
+
+#define CONVOLVE3D_TO_FFT(IN, NAME_IN)                                                                             \
+    void convolve3d_to_fft_##NAME_IN(DIMS, const IN* src, double* dst, long long rows, int T, int H, int W, int Tp, \
+                                     int Hp, int Wp, int T2, int H2, int W2, int pad_t, int ph, int pw, int border,   \
+                                     int border_value) {                                                              \
+        LAUNCH(portcv_convolve3d_to_fft<IN>(src, dst, rows, T, H, W, Tp, Hp, Wp, T2, H2, W2, pad_t, ph, pw, border,    \
+                                            border_value));                                                           \
+    }
+CONVOLVE3D_TO_FFT(unsigned char, uchar)
+CONVOLVE3D_TO_FFT(unsigned short, ushort)
+CONVOLVE3D_TO_FFT(short, short)
+
+void convolve3d_spectral_sum(DIMS, const double2* frames, const double2* spectra, double2* out, long long jobs, int Tp,
+                             int T_out, int KT, int F, int bins, int runs) {
+    LAUNCH(portcv_convolve3d_spectral_sum(frames, spectra, out, jobs, Tp, T_out, KT, F, bins, runs));
+}
+
+void convolve3d_round(DIMS, const double* src, int* dst, long long rows, int T_out, int src_frames, int t_off, int H2,
+                      int W2, int y0, int x0, int dst_frames, int dst_off, int H, int W) {
+    LAUNCH(portcv_convolve3d_round(src, dst, rows, T_out, src_frames, t_off, H2, W2, y0, x0, dst_frames, dst_off, H, W));
+}
 }

@@ -7,7 +7,8 @@ GPU suite (``tools/gpu_check.sh``) is the proof on the card; this checks the ker
 arithmetic and indexing on every CI run, where there is no GPU. Kernels covered: the B-spline
 zoom (``_zoom_cuda.cu``), DCBF's hole list and hole filling (``_bilateral_cuda.cu``), the
 propagation's projections, z-buffer and gather (``_propagate_cuda.cu``) and the 3-D
-convolution's padding and sums (``_convolve3d.cu``).
+convolution's padding and sums and its FFT methods' input, spectral sum and rounding
+(``_convolve3d.cu``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ def host_cupy(library, monkeypatch):
     fake.asarray = lambda a, dtype=None: np.array(a, dtype=dtype)
     fake.ascontiguousarray = np.ascontiguousarray
     fake.empty, fake.zeros, fake.full = np.empty, np.zeros, np.full
+    for name in ("float64", "complex128"):
+        setattr(fake, name, getattr(np, name))
+    # cuFFT's stand-in: NumPy's FFT, its results C-contiguous as the kernels read them.
+    fake.fft = types.SimpleNamespace(**{name: (lambda fn: lambda *a, **k: np.ascontiguousarray(fn(*a, **k)))(
+        getattr(np.fft, name)) for name in ("rfftn", "irfftn", "rfft2", "irfft2", "ifft")})
     monkeypatch.setitem(sys.modules, "cupy", fake)
     import portcv.backends.cupy as cupy_backend
 
@@ -262,3 +268,35 @@ def test_convolve3d_kernel_equals_numpy(host_cupy, monkeypatch):
             portcv.volume.convolve3d(video, rng.integers(-3, 4, (3, 3, kw)), method="direct", out_dtype="int32",
                                      border=border, border_value=7, time_mode="same")
     assert checked == ["convolve3d_direct"] * 24
+
+
+def test_convolve3d_fft_method_kernels_equal_numpy(host_cupy, monkeypatch):
+    """The FFT methods' kernels around the transforms (NumPy's FFT standing in for cuFFT): the
+    padded float64 input (every border, time_mode 'same', uint8, uint16 and int16), the hybrid
+    method's sum along time (banks of kernels, batches, output frames not a multiple of a
+    thread's run) and the rounding of the kept part, both ways of inverting the 3-D transform;
+    NumPy's bits."""
+    from portcv.volume import _convolve3d
+
+    checked = []
+    _compare_through(_convolve3d.convolve3d_fft_kernel, monkeypatch, checked)
+    _compare_through(_convolve3d.convolve3d_hybrid_kernel, monkeypatch, checked)
+    rng = np.random.default_rng(37)
+    borders = ("reflect101", "replicate", "constant")
+    for i in range(12):
+        kt, kh, kw = (int(rng.choice([1, 3, 5])) for _ in range(3))
+        time_mode = ("valid", "same")[i % 2]
+        border = borders[(i // 2) % 3]
+        t = (kt if time_mode == "valid" else 1) + int(rng.integers(0, 9))
+        h, w = int(rng.integers(1, 12)), int(rng.integers(1, 40))
+        dtype = (np.uint8, np.uint16, np.int16)[i % 3]
+        info = np.iinfo(dtype)
+        video = rng.integers(info.min, int(info.max) + 1, ((2,) if i % 4 == 0 else ()) + (t, h, w)).astype(dtype)
+        kernel = rng.integers(-5, 6, ((2,) if i % 5 == 0 else ()) + (kt, kh, kw))
+        value = int(rng.integers(info.min, int(info.max) + 1))
+        monkeypatch.setattr(_convolve3d, "_inverts_kept_frames", lambda t_out, t2, i=i: i % 3 != 1)
+        for method in ("fft", "hybrid"):
+            with portcv.using("numpy"):
+                portcv.volume.convolve3d(video, kernel, method=method, out_dtype="int32", border=border,
+                                         border_value=value, time_mode=time_mode)
+    assert sorted(set(checked)) == ["convolve3d_fft", "convolve3d_hybrid"] and len(checked) == 24

@@ -219,3 +219,104 @@ portcv_convolve3d(const InT* __restrict__ src, int* __restrict__ dst, int Tp, in
             if (x0 + r < W) out[(size_t)j * H * W + r] = static_cast<int>(acc[j][r]);
     }
 }
+
+// The FFT methods on CuPy: cuFFT makes the transforms, these three kernels the steps around them
+// that CuPy would otherwise do as several whole-array passes each (slices for the border, a
+// float64 copy, the transforms' zero-padded copy; one product and one sum per time tap; a copy
+// of the kept part, a rounding, a conversion). None of them changes a bit: the FFT result is
+// within 0.25 of the exact integer (fft_error_bound, checked on the host), so the order of its
+// floating-point steps is free and rounding to the nearest gives the exact sum.
+//
+// portcv_convolve3d_to_fft: the video padded by `border` (PAD_T frames, PH rows, PW columns on
+// each side, as portcv_convolve3d_pad), then by zeros up to the FFT lengths T2 x H2 x W2, as
+// float64. A block per row of the output, its threads along the row.
+template <typename InT>
+__global__ void __launch_bounds__(256) portcv_convolve3d_to_fft(const InT* __restrict__ src, double* __restrict__ dst,
+                                                                   long long rows, int T, int H, int W, int Tp, int Hp,
+                                                                   int Wp, int T2, int H2, int W2, int pad_t, int ph,
+                                                                   int pw, int border, int border_value) {
+    const double fill = static_cast<double>(static_cast<InT>(border_value));
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const int y = (int)(row % H2);
+        const long long frame = row / H2;
+        const int t = (int)(frame % T2);
+        const long long plane = frame / T2;
+        double* out = dst + row * W2;
+        const int ts = remap(t - pad_t, T, border), ys = remap(y - ph, H, border);
+        if (t >= Tp || y >= Hp) {  // past the padded video: the FFT's zeros
+            for (int x = threadIdx.x; x < W2; x += blockDim.x) out[x] = 0.0;
+            continue;
+        }
+        const InT* in = (ts < 0 || ys < 0) ? nullptr : src + ((plane * T + ts) * H + ys) * W;
+        for (int x = threadIdx.x; x < W2; x += blockDim.x) {
+            double v = 0.0;
+            if (x < Wp) {
+                const int xs = remap(x - pw, W, border);
+                v = (in == nullptr || xs < 0) ? fill : static_cast<double>(__ldg(in + xs));
+            }
+            out[x] = v;
+        }
+    }
+}
+
+// portcv_convolve3d_spectral_sum: the hybrid method's sum along time in the frequency domain,
+//   out[p][f][t][j] = sum_l frames[p][t + l][j] * spectra[f][l][j]   (complex, l < KT),
+// for each frequency bin j of each plane p's frame spectra and kernel f's KT slice spectra. A
+// thread makes C3_SPECTRAL_RUN output frames of one bin; threads of a warp take neighbouring bins.
+constexpr int C3_SPECTRAL_RUN = 4;
+
+__global__ void __launch_bounds__(256) portcv_convolve3d_spectral_sum(const double2* __restrict__ frames,
+                                                                         const double2* __restrict__ spectra,
+                                                                         double2* __restrict__ out, long long jobs,
+                                                                         int Tp, int T_out, int KT, int F, int bins,
+                                                                         int runs) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= bins) return;
+    for (long long job = blockIdx.y; job < jobs; job += gridDim.y) {  // (plane, f, run of output frames)
+        const int run = (int)(job % runs);
+        const long long pf = job / runs;
+        const int f = (int)(pf % F);
+        const long long plane = pf / F;
+        const int t0 = run * C3_SPECTRAL_RUN;
+        const int n = min(C3_SPECTRAL_RUN, T_out - t0);
+        const double2* in = frames + (plane * Tp + t0) * bins + j;
+        const double2* k = spectra + (long long)f * KT * bins + j;
+        double2 acc[C3_SPECTRAL_RUN];
+#pragma unroll
+        for (int c = 0; c < C3_SPECTRAL_RUN; ++c) acc[c] = make_double2(0.0, 0.0);
+        for (int l = 0; l < KT; ++l) {
+            const double2 s = __ldg(k + (long long)l * bins);
+#pragma unroll
+            for (int c = 0; c < C3_SPECTRAL_RUN; ++c) {
+                if (c < n) {
+                    const double2 v = __ldg(in + (long long)(c + l) * bins);
+                    acc[c].x += v.x * s.x - v.y * s.y;
+                    acc[c].y += v.x * s.y + v.y * s.x;
+                }
+            }
+        }
+        double2* o = out + (pf * T_out + t0) * bins + j;
+#pragma unroll
+        for (int c = 0; c < C3_SPECTRAL_RUN; ++c)
+            if (c < n) o[(long long)c * bins] = acc[c];
+    }
+}
+
+// portcv_convolve3d_round: the kept ('valid') part of the inverse transforms, rounded to the
+// nearest integer (the exact sum) as int32. Group g's output frame t (of T_out) is frame
+// t + t_off of the group's src_frames H2 x W2 frames, from row y0 and column x0; it goes to frame
+// dst_off + t of the group's dst_frames H x W frames in `dst`. A block per output row.
+__global__ void __launch_bounds__(256) portcv_convolve3d_round(const double* __restrict__ src, int* __restrict__ dst,
+                                                                  long long rows, int T_out, int src_frames, int t_off,
+                                                                  int H2, int W2, int y0, int x0, int dst_frames,
+                                                                  int dst_off, int H, int W) {
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const int y = (int)(row % H);
+        const long long frame = row / H;
+        const int t = (int)(frame % T_out);
+        const long long g = frame / T_out;
+        const double* in = src + ((g * src_frames + t + t_off) * H2 + y + y0) * W2 + x0;
+        int* out = dst + ((g * dst_frames + dst_off + t) * H + y) * W;
+        for (int x = threadIdx.x; x < W; x += blockDim.x) out[x] = __double2int_rn(__ldg(in + x));
+    }
+}

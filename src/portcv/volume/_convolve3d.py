@@ -11,10 +11,15 @@ integer taps, summed exactly. Three methods give the same bits:
 - ``fft``: a float64 3-D FFT product rounded to the nearest integer, exact while the error bound
   of :func:`fft_error_bound` is below 0.25 (otherwise ``direct`` runs).
 - ``hybrid``: a float64 2-D FFT per frame, products summed along time, rounded the same way.
+  On CuPy both FFT methods run cuFFT with ``_convolve3d.cu``'s kernels around it (the padded
+  float64 input in one launch, the hybrid's sum along time in one launch, the rounding of the
+  kept part in one launch) and keep the kernel's spectrum of the last few calls.
 
 Everything before the sum (the border, the flip of the kernel) and after it (the rounding shift
-and saturation) is shared, so a method is only "valid correlation of a padded volume" (the
-direct kernel gets the unpadded video and the border rule, so CUDA pads it in one launch).
+and saturation) is shared, so a method is only "valid correlation of a padded volume". Each
+method gets the unpadded video and the border rule: the portable code pads with
+:func:`pad_video`, CUDA pads in the launch that prepares its input (for the FFT methods, the
+float64 copy zero-padded to the transforms' lengths).
 """
 
 from __future__ import annotations
@@ -49,9 +54,11 @@ FFT_BOUND_CONSTANT = 12.0
 #: seconds per multiply-add of ``direct``, seconds per ``N log2 N`` unit of the FFT methods, and
 #: the FFT method to use. On the host (NumPy, 2 cores): direct ~2 ns per MAC, the float64 3-D FFT
 #: ~1.5 ns per unit and the hybrid method faster still (paper size, k = 15: direct ~20 s, 3-D FFT
-#: 0.30 s, hybrid 0.18 s). On a GPU (H100, CuPy, tools/volume_timing.py): the CUDA direct kernel
-#: ~0.16 ps per MAC (k = 15: 0.85 ms a call), cuFFT float64 ~3 ps per unit (k = 15: 1.6 ms).
-COSTS = {"host": (2e-9, 1.5e-9, "hybrid"), "device": (1.6e-13, 3e-12, "fft")}
+#: 0.30 s, hybrid 0.18 s). On a GPU (H200, CuPy, 16 clips a call, tools/volume_timing.py): the
+#: CUDA direct kernel ~0.06 ps per MAC (k = 15: 335 µs a clip) and the hybrid method ~0.5 ps per
+#: unit (k = 5, 9, 15: 126, 150, 264 µs a clip; the 3-D FFT 197-425), so the hybrid method wins
+#: from about k = 15.
+COSTS = {"host": (2e-9, 1.5e-9, "hybrid"), "device": (6e-14, 5e-13, "hybrid")}
 
 
 def largest_sample(video_dtype: Any) -> int:
@@ -209,10 +216,13 @@ def _round_to_int32(xp: Any, y: Any) -> Any:
 
 
 @kernel("convolve3d_fft")
-def convolve3d_fft_kernel(xp: Any, padded: Any, *, taps: tuple, shape: tuple) -> Any:
-    """Portable 3-D FFT method: ``irfftn(rfftn(v) * rfftn(K))`` in float64 (the convolution with
-    the unflipped kernel ``K`` is the correlation with ``taps``), 'valid' part, rounded."""
+def convolve3d_fft_kernel(xp: Any, video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
+                          time_mode: str) -> Any:
+    """Portable 3-D FFT method: ``irfftn(rfftn(v) * rfftn(K))`` in float64 of the video padded by
+    :func:`pad_video` (the convolution with the unflipped kernel ``K`` is the correlation with
+    ``taps``), 'valid' part, rounded."""
     f_count, kt, kh, kw = shape
+    padded = pad_video(xp, video, shape[1:], border, border_value, time_mode)
     tp, hp, wp = padded.shape[-3:]
     sizes = fft_shape(padded.shape, 3)
     axes = (-3, -2, -1)
@@ -227,11 +237,14 @@ def convolve3d_fft_kernel(xp: Any, padded: Any, *, taps: tuple, shape: tuple) ->
 
 
 @kernel("convolve3d_hybrid")
-def convolve3d_hybrid_kernel(xp: Any, padded: Any, *, taps: tuple, shape: tuple) -> Any:
-    """Portable hybrid method (the article's "hybrid Fourier"): one float64 2-D FFT per frame,
-    the products with each time slice's 2-D kernel spectrum summed along time, one inverse 2-D
-    FFT per output frame; 'valid' part, rounded."""
+def convolve3d_hybrid_kernel(xp: Any, video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
+                             time_mode: str) -> Any:
+    """Portable hybrid method (the article's "hybrid Fourier") on the video padded by
+    :func:`pad_video`: one float64 2-D FFT per frame, the products with each time slice's 2-D
+    kernel spectrum summed along time, one inverse 2-D FFT per output frame; 'valid' part,
+    rounded."""
     f_count, kt, kh, kw = shape
+    padded = pad_video(xp, video, shape[1:], border, border_value, time_mode)
     tp, hp, wp = padded.shape[-3:]
     t_out = tp - kt + 1
     sizes = fft_shape(padded.shape, 2)
@@ -328,6 +341,134 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
     return out
 
 
+#: Kernel spectra kept on a GPU (per device, kernel and FFT size): a k = 15 kernel's is 50-60 MB
+#: at the article's size, so only the last few.
+_SPECTRA_KEPT = 4
+
+
+@functools.lru_cache(maxsize=_SPECTRA_KEPT)
+def _kernel_spectra_cupy(taps: Taps, shape: tuple, sizes: tuple, device_id: int) -> Any:
+    """cuFFT's float64 spectrum of the kernel bank as the FFT methods multiply it: over the last
+    two axes of each time slice flipped in space (``hybrid``, ``len(sizes) == 2``) or over all
+    three axes of the kernel flipped in time too (``fft``)."""
+    import cupy
+
+    w4 = _taps_array(taps, shape)
+    axes = tuple(range(-len(sizes), 0))
+    flipped = w4[:, ::-1, ::-1, ::-1] if len(sizes) == 3 else w4[:, :, ::-1, ::-1]
+    return cupy.fft.rfftn(cupy.asarray(np.ascontiguousarray(flipped, dtype=np.float64)), s=sizes, axes=axes)
+
+
+def _cupy_fft_input(video: Any, sizes: tuple, shape: tuple, border: str, border_value: int, time_mode: str) -> Any:
+    """The video padded by ``border`` as :func:`pad_video` pads it, then by zeros to the FFT
+    lengths ``sizes`` (T2, H2, W2), as one float64 array (planes, T2, H2, W2): one launch."""
+    import cupy
+
+    from ..backends.cupy import cuda_function, launch_1d
+
+    _, kt, kh, kw = shape
+    t, h, w = video.shape[-3:]
+    tp, hp, wp = padded_shape(video.shape, shape[1:], time_mode)[-3:]
+    planes = math.prod(video.shape[:-3])
+    t2, h2, w2 = sizes
+    out = cupy.empty((planes, t2, h2, w2), dtype=cupy.float64)
+    rows = planes * t2 * h2
+    fn = cuda_function(__name__, f"portcv_convolve3d_to_fft<{_CUDA_INPUT[np.dtype(video.dtype).name]}>")
+    fn(*launch_1d(rows * 256),  # a block per row
+       (cupy.ascontiguousarray(video), out, np.int64(rows), np.int32(t), np.int32(h), np.int32(w), np.int32(tp),
+        np.int32(hp), np.int32(wp), np.int32(t2), np.int32(h2), np.int32(w2),
+        np.int32(kt // 2 if time_mode == "same" else 0), np.int32(kh // 2), np.int32(kw // 2),
+        np.int32(BORDER_CODE[border]), np.int32(border_value)))
+    return out
+
+
+def _cupy_round_into(out: Any, y: Any, *, groups: int, t_out: int, src_frames: int, t_off: int, y0: int, x0: int,
+                     dst_frames: int, dst_off: int) -> None:
+    """``out``'s frames ``dst_off .. dst_off + t_out`` of each of ``groups`` groups: the nearest
+    integers of ``y``'s frames ``t_off ..`` from row ``y0`` and column ``x0`` (one launch)."""
+    import cupy
+
+    from ..backends.cupy import cuda_function, launch_1d
+
+    h2, w2 = y.shape[-2:]
+    h, w = out.shape[-2:]
+    rows = groups * t_out * h
+    fn = cuda_function(__name__, "portcv_convolve3d_round")
+    fn(*launch_1d(rows * 256),  # a block per row
+       (cupy.ascontiguousarray(y), out, np.int64(rows), np.int32(t_out), np.int32(src_frames), np.int32(t_off), np.int32(h2), np.int32(w2),
+        np.int32(y0), np.int32(x0), np.int32(dst_frames), np.int32(dst_off), np.int32(h), np.int32(w)))
+
+
+def _inverts_kept_frames(t_out: int, t2: int) -> bool:
+    """Whether CuPy's 3-D FFT method inverts along time first and then only the kept frames in
+    2-D (the same inverse transform, its last step cut to the 'valid' frames) instead of the whole
+    3-D inverse: when fewer than half the frames are kept. The inverse along a middle axis costs
+    CuPy transposing copies; on an H200 in batches of 16 clips of Table 1 it paid at k = 9 and 15
+    (4 of 12 and 18 frames kept: 254 against 268 and 425 against 497 µs a clip) and not at k = 5
+    (4 of 8: 205 against 197)."""
+    return 2 * t_out < t2
+
+
+@convolve3d_fft_kernel.override("cupy")
+def _convolve3d_fft_cupy(video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
+                         time_mode: str) -> Any:
+    import cupy
+
+    from ..backends.cupy import current_device_id
+
+    f_count, kt, kh, kw = shape
+    lead = video.shape[:-3]
+    planes = math.prod(lead)
+    tp, hp, wp = padded_shape(video.shape, shape[1:], time_mode)[-3:]
+    t_out, h, w = tp - kt + 1, hp - kh + 1, wp - kw + 1
+    sizes = fft_shape((tp, hp, wp), 3)
+    spectrum = cupy.fft.rfftn(_cupy_fft_input(video, sizes, shape, border, border_value, time_mode),
+                              axes=(-3, -2, -1))
+    spectra = _kernel_spectra_cupy(taps, shape, sizes, current_device_id())
+    out = cupy.empty(lead + (f_count, t_out, h, w), dtype=cupy.int32)
+    for f in range(f_count):
+        product = spectrum * spectra[f]
+        if _inverts_kept_frames(t_out, sizes[0]):
+            kept = cupy.fft.ifft(product, axis=-3)[:, kt - 1:tp]
+            y, src_frames, t_off = cupy.fft.irfft2(kept, s=sizes[1:]), t_out, 0
+        else:
+            y, src_frames, t_off = cupy.fft.irfftn(product, s=sizes, axes=(-3, -2, -1)), sizes[0], kt - 1
+        _cupy_round_into(out, y, groups=planes, t_out=t_out, src_frames=src_frames, t_off=t_off, y0=kh - 1,
+                         x0=kw - 1, dst_frames=f_count * t_out, dst_off=f * t_out)
+    return out
+
+
+@convolve3d_hybrid_kernel.override("cupy")
+def _convolve3d_hybrid_cupy(video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
+                            time_mode: str) -> Any:
+    import cupy
+
+    from ..backends.cupy import cuda_function, current_device_id
+
+    f_count, kt, kh, kw = shape
+    lead = video.shape[:-3]
+    planes = math.prod(lead)
+    tp, hp, wp = padded_shape(video.shape, shape[1:], time_mode)[-3:]
+    t_out, h, w = tp - kt + 1, hp - kh + 1, wp - kw + 1
+    h2, w2 = fft_shape((hp, wp), 2)
+    frames = cupy.fft.rfft2(_cupy_fft_input(video, (tp, h2, w2), shape, border, border_value, time_mode))
+    spectra = _kernel_spectra_cupy(taps, shape, (h2, w2), current_device_id())
+    bins = h2 * (w2 // 2 + 1)
+    runs = -(-t_out // 4)  # C3_SPECTRAL_RUN output frames a thread
+    jobs = planes * f_count * runs
+    summed = cupy.empty((planes, f_count, t_out, h2, w2 // 2 + 1), dtype=cupy.complex128)
+    fn = cuda_function(__name__, "portcv_convolve3d_spectral_sum")
+    fn((-(-bins // 256), min(jobs, 65535)), (256,),
+       (cupy.ascontiguousarray(frames), cupy.ascontiguousarray(spectra), summed, np.int64(jobs), np.int32(tp), np.int32(t_out), np.int32(kt), np.int32(f_count),
+        np.int32(bins), np.int32(runs)))
+    del frames
+    y = cupy.fft.irfft2(summed, s=(h2, w2))
+    out = cupy.empty(lead + (f_count, t_out, h, w), dtype=cupy.int32)
+    _cupy_round_into(out, y, groups=planes * f_count, t_out=t_out, src_frames=t_out, t_off=0, y0=kh - 1, x0=kw - 1,
+                     dst_frames=t_out, dst_off=0)
+    return out
+
+
 @convolve3d_direct_kernel.override(
     "jax", supports="max abs(video) * sum abs(kernel) < 2**24 (float32 convolution), else within the FFT bound (float64 FFT)")
 def _convolve3d_direct_jax(video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
@@ -344,7 +485,8 @@ def _convolve3d_direct_jax(video: Any, *, taps: tuple, shape: tuple, border: str
                 return conv(padded, w4.astype(np.float32))
         return _jax_conv()(padded, w4.astype(np.float32))
     if _fft_error_bound(padded.dtype, tuple(padded.shape), w4, "fft") < FFT_BOUND_LIMIT:
-        return convolve3d_fft_kernel.portable_for(backend())(padded, taps=taps, shape=shape)
+        return convolve3d_fft_kernel.portable_for(backend())(video, taps=taps, shape=shape, border=border,
+                                                             border_value=border_value, time_mode=time_mode)
     return NotImplemented
 
 
@@ -543,12 +685,8 @@ def _pipeline(b: Any, chosen: str, taps: Taps, shape: tuple, border: str, border
 
     def run(video: Any) -> Any:
         xp = b.xp
-        if chosen == "direct":
-            acc = method_kernel(video, taps=taps, shape=shape, border=border, border_value=border_value,
-                                time_mode=time_mode)
-        else:
-            acc = method_kernel(pad_video(xp, video, shape[1:], border, border_value, time_mode), taps=taps,
-                                shape=shape)
+        acc = method_kernel(video, taps=taps, shape=shape, border=border, border_value=border_value,
+                            time_mode=time_mode)
         # The int32 sums are already the answer (no copy: the kernel's output is ours).
         out = acc if (shift, out_dtype) == (0, "int32") else finish_accumulator(xp, acc, ("shift", shift, 0, out_dtype))
         return out if bank else out[..., 0, :, :, :]
@@ -624,7 +762,7 @@ def convolve3d(
         methods round a float64 result to the nearest integer; they run only while
         :func:`fft_error_bound` is below 0.25, and ``direct`` runs otherwise. ``auto`` picks by
         a cost model (:data:`COSTS`: multiply-adds of ``direct`` against ``N log2 N`` of the FFT;
-        on the host the FFT side runs ``hybrid``, on a GPU ``fft``).
+        the FFT side runs ``hybrid``).
 
     Returns
     -------

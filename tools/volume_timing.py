@@ -5,6 +5,7 @@ JAX), with one synchronized call beside it, and GMAC/s / % of the FP32 FMA peak 
     python tools/volume_timing.py [--quick] [--distance]   # --distance: the distances only
     python tools/volume_timing.py --direct    # CuPy's direct kernel alone: one clip, 16 clips a call
     python tools/volume_timing.py --direct --jax   # the same for JAX's direct method
+    python tools/volume_timing.py --fft       # the FFT methods per clip, 16 clips a call (CuPy, JAX)
 
 --direct is what a change to the direct kernels is A/B-timed with:
     BASE=.device/base bash tools/gpu_ab.sh python3 volume_timing.py --direct
@@ -18,7 +19,7 @@ import sys
 import numpy as np
 
 import portcv
-from timing import gpu_time_ms, jax_queue_ms, synced_ms
+from timing import device_ms, gpu_time_ms, jax_queue_ms, synced_ms
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
 from benchmarks import bench_distance as DIST  # noqa: E402  (the asv suite's inputs)
@@ -53,6 +54,30 @@ def direct_per_clip(name: str = "cupy") -> None:
                   flush=True)
 
 
+def fft_per_clip() -> None:
+    """The FFT methods per clip with 16 clips a call: CuPy's time of back-to-back calls and its
+    GPU time with the host's dispatch hidden (``device_ms``), JAX's back-to-back time; one
+    synchronized call of one clip beside them."""
+    for k in (5, 9, 15):
+        clip, taps = article_clip(k)
+        for name in ("cupy", "jax"):
+            with portcv.using(name) as b:
+                one = portcv.asarray(clip)
+                batch = b.xp.stack([one] * 16)
+                for method in ("fft", "hybrid"):
+                    fn = lambda: portcv.volume.convolve3d(batch, taps, method=method)  # noqa: E731
+                    single = synced_ms(lambda: b.block(portcv.volume.convolve3d(one, taps, method=method)), n=5)
+                    if name == "cupy":
+                        queued, _ = gpu_time_ms(fn, repeat=5, warmup=2, rounds=3)
+                        gpu = device_ms(fn, calls=5, rounds=3)
+                        gpu_text = f", GPU {gpu * 1e3 / 16:6.1f}" if gpu else ""
+                    else:
+                        jax_queue_ms(fn, repeat=3, warmup=2, rounds=1)  # the first timing of a process runs slow
+                        queued, gpu_text = jax_queue_ms(fn, repeat=5, warmup=2, rounds=3), ""
+                    print(f"convolve3d {name:5s} {method:6s} k={k:2d}: {queued * 1e3 / 16:6.1f} µs/clip in 16{gpu_text}; "
+                          f"one clip synchronized {single * 1e3:6.0f} µs", flush=True)
+
+
 def main(quick: bool, distance_only: bool) -> None:
     for k in () if distance_only else (5, 9, 15):
         clip, taps = article_clip(k)
@@ -77,17 +102,22 @@ def main(quick: bool, distance_only: bool) -> None:
                 f, d = portcv.asarray(F), portcv.asarray(D)
                 for what, fn in (("sqeuclidean", lambda: portcv.distance.sqeuclidean(f, d)),
                                  ("nearest", lambda: portcv.distance.nearest(f, d, k=1))):
+                    gpu_text = ""
                     if name == "cupy":
                         per_call, _ = gpu_time_ms(fn, repeat=3, rounds=3, warmup=2)
+                        gpu = device_ms(fn, calls=30, rounds=3)  # the host's dispatch hidden
+                        gpu_text = f", GPU {gpu:9.4f} ms" if gpu else ""
                     else:
                         per_call = jax_queue_ms(fn, repeat=3, rounds=3, warmup=2)
                     single = synced_ms(lambda: portcv.backend().block(fn()), n=5)
-                    print(f"distance {name:5s} {what:11s} {m}x{n}x{l}: {per_call:9.3f} ms/call, "
+                    print(f"distance {name:5s} {what:11s} {m}x{n}x{l}: {per_call:9.3f} ms/call{gpu_text}, "
                           f"single {single:9.3f} ms, {m * n * l / per_call / 1e6:8.1f} GMAC/s", flush=True)
 
 
 if __name__ == "__main__":
     if "--direct" in sys.argv:
         direct_per_clip("jax" if "--jax" in sys.argv else "cupy")
+    elif "--fft" in sys.argv:
+        fft_per_clip()
     else:
         main("--quick" in sys.argv, "--distance" in sys.argv)

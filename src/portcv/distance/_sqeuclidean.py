@@ -206,6 +206,8 @@ def _sqeuclidean_cupy(F: Any, D: Any, *, center: int, dtype: str) -> Any:
 
 #: Rows and columns of P per CUDA block (``SQ_BM``/``SQ_BN`` in ``_sqeuclidean.cu``).
 _CUDA_TILE = 128
+#: Longest feature rows ``portcv_sq_nearest`` keeps whole in shared memory (``SQ_RESIDENT``).
+_RESIDENT_LENGTH = 128
 
 
 @functools.lru_cache(maxsize=None)
@@ -225,12 +227,12 @@ def tensor_core_case(F: Any, D: Any, dtype: str) -> bool:
 
 
 def run_tensor_core(F: Any, D: Any, *, center: int, nearest: bool) -> Any:
-    """The CUDA kernels: row norms, then the tiled int8 mma product; ``P`` (m, n) int32, or with
+    """The CUDA kernels: row norms, then the tiled int8 mma product: ``P`` (m, n) int32, or with
     ``nearest`` the (indices, distances) of each row's lexicographically smallest
     (distance, column), both (m, 1) int32, without writing ``P``."""
     import cupy
 
-    from ..backends.cupy import cuda_function
+    from ..backends.cupy import cuda_function, sm_count
 
     F = cupy.ascontiguousarray(F)
     D = cupy.ascontiguousarray(D)
@@ -239,24 +241,27 @@ def run_tensor_core(F: Any, D: Any, *, center: int, nearest: bool) -> Any:
     # 16-byte rows: whole uint4 loads (the base pointers of CuPy's pool are 256-byte aligned;
     # a view into a tile of the gallery may not be).
     vec = "true" if length % 16 == 0 and F.data.ptr % 16 == 0 and D.data.ptr % 16 == 0 else "false"
+    row_tiles, col_tiles = -(-m // _CUDA_TILE), -(-n // _CUDA_TILE)
     norms = cupy.empty(m + n, dtype=cupy.int32)
-    best = cupy.empty(m, dtype=cupy.uint64) if nearest else None
+    best = cupy.empty(m + 1, dtype=cupy.uint64) if nearest else None  # and the kernel's ticket counter
     warps_per_block = 8
     cuda_function(__name__, f"portcv_sq_row_norms<{centered}>")(
         (-(-(m + n) // warps_per_block),), (32 * warps_per_block,),
         (F, D, np.int32(m), np.int32(n), np.int32(length), norms, best if nearest else np.uint64(0)))
-    grid = (-(-n // _CUDA_TILE), -(-m // _CUDA_TILE))
-    mode = 1 if nearest else 0
-    fn = cuda_function(__name__, f"portcv_sqeuclidean<{centered},{vec},{mode}>")
-    if not nearest:
-        out = cupy.empty((m, n), dtype=cupy.int32)
-        fn(grid, (256,), (F, D, np.int32(m), np.int32(n), np.int32(length), norms, out, np.uint64(0)))
-        return out
-    fn(grid, (256,), (F, D, np.int32(m), np.int32(n), np.int32(length), norms, np.uint64(0), best))
-    index = cupy.empty((m, 1), dtype=cupy.int32)
-    distance = cupy.empty((m, 1), dtype=cupy.int32)
-    cuda_function(__name__, "portcv_sq_unpack_nearest")((-(-m // 256),), (256,), (best, np.int32(m), index, distance))
-    return index, distance
+    if nearest:
+        # Strips of column tiles: about one wave of 2 blocks an SM, fewer for small problems.
+        tiles = max(1, -(-(col_tiles * row_tiles) // (2 * sm_count())))
+        resident = "true" if vec == "true" and length <= _RESIDENT_LENGTH else "false"
+        index = cupy.empty((m, 1), dtype=cupy.int32)
+        distance = cupy.empty((m, 1), dtype=cupy.int32)
+        cuda_function(__name__, f"portcv_sq_nearest<{centered},{vec},{resident}>")(
+            (-(-col_tiles // tiles), row_tiles), (256,),
+            (F, D, np.int32(m), np.int32(n), np.int32(length), np.int32(tiles), norms, best, index, distance))
+        return index, distance
+    out = cupy.empty((m, n), dtype=cupy.int32)
+    cuda_function(__name__, f"portcv_sqeuclidean<{centered},{vec}>")(
+        (col_tiles, row_tiles), (256,), (F, D, np.int32(m), np.int32(n), np.int32(length), norms, out))
+    return out
 
 
 # --------------------------------------------------------------------------------------------

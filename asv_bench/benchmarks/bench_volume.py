@@ -153,9 +153,7 @@ class Convolve3DBatch(Benchmark):
                             np.stack([_article_clip(k)] * self.clips))
 
     def track_convolve3d_us_per_clip(self, backend, method, k):
-        # The median of as many calls as fit in half a second (at least 3): with only 3 a GPU
-        # call of 16 clips (0.3-7 ms) is timed before its clocks settle.
-        return round(1e6 * self.op.median_s() / self.clips, 1)
+        return round(1e6 * self.op.median_s(max_calls=3) / self.clips, 1)
 
     track_convolve3d_us_per_clip.unit = "us"
 

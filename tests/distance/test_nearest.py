@@ -178,3 +178,27 @@ def test_block_edges_and_the_fused_one_nearest(backend, m, n, length, dtype):
     np.testing.assert_array_equal(idx, order)
     np.testing.assert_array_equal(dist, np.take_along_axis(P, order, axis=1))
     both_match_numpy(backend, distance.nearest, F, D, k=2)
+
+
+# Galleries of many 128-column tiles, so that a block of CuPy's k = 1 kernel walks a strip of
+# several tiles (more tiles than twice the SMs of any GPU up to 350 SMs for the first shapes):
+# query rows resident in shared memory (16-byte rows up to 128 bytes, one or two 64-byte steps),
+# streamed (16-byte rows longer than 128 bytes) and read byte by byte (other lengths).
+STRIP_SHAPES = [(3, 128 * 700 + 77, 128), (3, 128 * 700 + 77, 32), (3, 128 * 700 + 77, 144),
+                (3, 128 * 700 + 77, 130), (130, 128 * 150 + 5, 144)]
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("m, n, length", STRIP_SHAPES)
+def test_nearest_over_strips_of_many_tiles(backend, m, n, length, dtype):
+    """k = 1 over galleries of hundreds of tiles equals NumPy, with every nearest row tied to a
+    row in another tile (the gallery's second half repeats its first): ties go to the smaller
+    index across the tiles of a strip and across strips."""
+    rng = np.random.default_rng(n + length)
+    lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+    F = rng.integers(lo, hi, (m, length), endpoint=True).astype(dtype)
+    D = rng.integers(lo, hi, (n, length), endpoint=True).astype(dtype)
+    D[n // 2:] = D[:n - n // 2]
+    F[: (m + 1) // 2] = D[rng.integers(n // 2, n, (m + 1) // 2)]  # exact matches in the second half
+    idx, dist = both_match_numpy(backend, distance.nearest, F, D, k=1)
+    assert (idx[: (m + 1) // 2, 0] < n - n // 2).all() and (dist[: (m + 1) // 2, 0] == 0).all()

@@ -191,14 +191,18 @@ STRIP_SHAPES = [(3, 128 * 700 + 77, 128), (3, 128 * 700 + 77, 32), (3, 128 * 700
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
 @pytest.mark.parametrize("m, n, length", STRIP_SHAPES)
 def test_nearest_over_strips_of_many_tiles(backend, m, n, length, dtype):
-    """k = 1 over galleries of hundreds of tiles equals NumPy, with every nearest row tied to a
-    row in another tile (the gallery's second half repeats its first): ties go to the smaller
-    index across the tiles of a strip and across strips."""
+    """k = 1 over galleries of hundreds of tiles equals NumPy, with exact matches tied within a
+    strip (tile 1 repeats tile 0: neighbouring tiles of one block's strip) and across strips (the
+    gallery's last rows repeat its first): ties go to the smaller index."""
     rng = np.random.default_rng(n + length)
     lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
     F = rng.integers(lo, hi, (m, length), endpoint=True).astype(dtype)
     D = rng.integers(lo, hi, (n, length), endpoint=True).astype(dtype)
-    D[n // 2:] = D[:n - n // 2]
-    F[: (m + 1) // 2] = D[rng.integers(n // 2, n, (m + 1) // 2)]  # exact matches in the second half
+    half = n // 2
+    D[128:256] = D[:128]
+    D[n - half:] = D[:half]
+    F[0] = D[128 + 5]  # also rows 5 and n - half + 5 (and n - half + 133)
+    F[1] = D[n - half + 7]  # also rows 7, 135 and n - half + 135
     idx, dist = both_match_numpy(backend, distance.nearest, F, D, k=1)
-    assert (idx[: (m + 1) // 2, 0] < n - n // 2).all() and (dist[: (m + 1) // 2, 0] == 0).all()
+    np.testing.assert_array_equal(idx[:2, 0], [5, 7])
+    np.testing.assert_array_equal(dist[:2, 0], [0, 0])

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 import portcv
-from timing import device_ms, gpu_time_ms, jax_queue_ms, synced_ms
+from timing import device_ms, gpu_time_ms, jax_queue_ms, queued_ms, synced_ms
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
 from benchmarks import bench_distance as DIST  # noqa: E402  (the asv suite's inputs)
@@ -67,13 +67,10 @@ def fft_per_clip() -> None:
                 for method in ("fft", "hybrid"):
                     fn = lambda: portcv.volume.convolve3d(batch, taps, method=method)  # noqa: E731
                     single = synced_ms(lambda: b.block(portcv.volume.convolve3d(one, taps, method=method)), n=5)
-                    if name == "cupy":
-                        queued, _ = gpu_time_ms(fn, repeat=5, warmup=2, rounds=3)
-                        gpu = device_ms(fn, calls=5, rounds=3)
-                        gpu_text = f", GPU {gpu * 1e3 / 16:6.1f}" if gpu else ""
-                    else:
-                        jax_queue_ms(fn, repeat=3, warmup=2, rounds=1)  # the first timing of a process runs slow
-                        queued, gpu_text = jax_queue_ms(fn, repeat=5, warmup=2, rounds=3), ""
+                    queued_ms(name, fn, repeat=3, warmup=2, rounds=1)  # JAX's first timing of a process runs slow
+                    queued = queued_ms(name, fn, repeat=5, warmup=2, rounds=3)
+                    gpu = device_ms(fn, calls=5, rounds=3) if name == "cupy" else None
+                    gpu_text = f", GPU {gpu * 1e3 / 16:6.1f}" if gpu else ""
                     print(f"convolve3d {name:5s} {method:6s} k={k:2d}: {queued * 1e3 / 16:6.1f} µs/clip in 16{gpu_text}; "
                           f"one clip synchronized {single * 1e3:6.0f} µs", flush=True)
 

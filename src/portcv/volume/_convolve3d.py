@@ -51,14 +51,14 @@ FFT_BOUND_LIMIT = 0.25
 #: power-of-two constant is about 3(1 + sqrt 5) ~ 9.7.
 FFT_BOUND_CONSTANT = 12.0
 #: ``auto``'s cost model, measured at the article's size (720x560, k + 3 frames in, 4 out):
-#: seconds per multiply-add of ``direct``, seconds per ``N log2 N`` unit of the FFT methods, and
-#: the FFT method to use. On the host (NumPy, 2 cores): direct ~2 ns per MAC, the float64 3-D FFT
+#: seconds per multiply-add of ``direct`` and seconds per ``N log2 N`` unit of the FFT side,
+#: which is ``hybrid`` everywhere. On the host (NumPy, 2 cores): direct ~2 ns per MAC, the float64 3-D FFT
 #: ~1.5 ns per unit and the hybrid method faster still (paper size, k = 15: direct ~20 s, 3-D FFT
 #: 0.30 s, hybrid 0.18 s). On a GPU (H200, CuPy, 16 clips a call, tools/volume_timing.py): the
 #: CUDA direct kernel ~0.06 ps per MAC (k = 15: 335 µs a clip) and the hybrid method ~0.5 ps per
 #: unit (k = 5, 9, 15: 126, 150, 264 µs a clip; the 3-D FFT 197-425), so the hybrid method wins
 #: from about k = 15.
-COSTS = {"host": (2e-9, 1.5e-9, "hybrid"), "device": (6e-14, 5e-13, "hybrid")}
+COSTS = {"host": (2e-9, 1.5e-9), "device": (6e-14, 5e-13)}
 
 
 def largest_sample(video_dtype: Any) -> int:
@@ -167,14 +167,14 @@ def choose_method(method: str, video_dtype: Any, padded_shape: tuple[int, ...], 
         return method if _fft_error_bound(video_dtype, padded_shape, taps, method) < FFT_BOUND_LIMIT else "direct"
     # auto: direct costs one multiply-add per nonzero tap and output; the 3-D FFT ~ N log2 N per
     # transform, three transforms (video, kernel, inverse) per kernel of the bank.
-    per_mac, per_unit, fft_method = COSTS["host" if backend().runs_on_host else "device"]
+    per_mac, per_unit = COSTS["host" if backend().runs_on_host else "device"]
     f, kt, kh, kw = taps.shape
     outputs = (padded_shape[-3] - kt + 1) * (padded_shape[-2] - kh + 1) * (padded_shape[-1] - kw + 1)
     direct = per_mac * outputs * int(np.count_nonzero(taps))
     n_fft = math.prod(fft_shape(padded_shape, 3))
     fft = per_unit * n_fft * math.log2(n_fft) * (1 + 2 * f)
-    if fft < direct and _fft_error_bound(video_dtype, padded_shape, taps, fft_method) < FFT_BOUND_LIMIT:
-        return fft_method
+    if fft < direct and _fft_error_bound(video_dtype, padded_shape, taps, "hybrid") < FFT_BOUND_LIMIT:
+        return "hybrid"
     return "direct"
 
 
@@ -395,8 +395,9 @@ def _cupy_round_into(out: Any, y: Any, *, groups: int, t_out: int, src_frames: i
     rows = groups * t_out * h
     fn = cuda_function(__name__, "portcv_convolve3d_round")
     fn(*launch_1d(rows * 256),  # a block per row
-       (cupy.ascontiguousarray(y), out, np.int64(rows), np.int32(t_out), np.int32(src_frames), np.int32(t_off), np.int32(h2), np.int32(w2),
-        np.int32(y0), np.int32(x0), np.int32(dst_frames), np.int32(dst_off), np.int32(h), np.int32(w)))
+       (cupy.ascontiguousarray(y), out, np.int64(rows), np.int32(t_out), np.int32(src_frames), np.int32(t_off),
+        np.int32(h2), np.int32(w2), np.int32(y0), np.int32(x0), np.int32(dst_frames), np.int32(dst_off),
+        np.int32(h), np.int32(w)))
 
 
 def _inverts_kept_frames(t_out: int, t2: int) -> bool:
@@ -459,8 +460,8 @@ def _convolve3d_hybrid_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
     summed = cupy.empty((planes, f_count, t_out, h2, w2 // 2 + 1), dtype=cupy.complex128)
     fn = cuda_function(__name__, "portcv_convolve3d_spectral_sum")
     fn((-(-bins // 256), min(jobs, 65535)), (256,),
-       (cupy.ascontiguousarray(frames), cupy.ascontiguousarray(spectra), summed, np.int64(jobs), np.int32(tp), np.int32(t_out), np.int32(kt), np.int32(f_count),
-        np.int32(bins), np.int32(runs)))
+       (cupy.ascontiguousarray(frames), cupy.ascontiguousarray(spectra), summed, np.int64(jobs), np.int32(tp),
+        np.int32(t_out), np.int32(kt), np.int32(f_count), np.int32(bins), np.int32(runs)))
     del frames
     y = cupy.fft.irfft2(summed, s=(h2, w2))
     out = cupy.empty(lead + (f_count, t_out, h, w), dtype=cupy.int32)

@@ -145,6 +145,20 @@ class Operation:
             times.append(time.perf_counter() - t0)
         return statistics.median(times)
 
+    def queued_s(self, *, calls: int, rounds: int = 5) -> float:
+        """Seconds per call of ``calls`` back-to-back calls waited for once at the end, median of
+        ``rounds``: on a GPU the host queues the next call while the previous one's kernels run,
+        so this is the larger of the host's dispatch and the GPU's work per call."""
+        times: list[float] = []
+        with portcv.using(array_backend(self.backend)) as b:
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                for _ in range(calls - 1):
+                    self.fn(*self.arrays)
+                b.block(self.fn(*self.arrays))
+                times.append((time.perf_counter() - t0) / calls)
+        return statistics.median(times)
+
     def bandwidth_gbs(self, *, min_calls: int = 3, max_calls: int = 100, budget_s: float = 0.5) -> float:
         """Achieved bandwidth: compulsory bytes / median wall time of one synchronized call, in GB/s."""
         seconds = self.median_s(min_calls=min_calls, max_calls=max_calls, budget_s=budget_s)

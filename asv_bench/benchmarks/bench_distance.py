@@ -36,7 +36,7 @@ import numpy as np
 
 import portcv
 
-from ._common import BACKENDS, Benchmark, Operation
+from ._common import BACKENDS, Benchmark, Operation, require
 
 SCIPY = "scipy"
 #: name -> (m, n, l)
@@ -129,6 +129,26 @@ class Nearest(Benchmark):
         return gmacs(self.op, self.macs)
 
     track_gmacs.unit = "GMAC/s"
+
+
+class QueuedCalls(Benchmark):
+    """Microseconds per call of back-to-back calls waited for once (``Operation.queued_s``): the
+    GPU's time per call where the host's dispatch keeps ahead of it, the issue's per-call figure
+    (``time_*`` above waits for every call, so it adds the host's dispatch and the wait). On the
+    host, one call a round."""
+
+    params = [BACKENDS, list(SIZES), ["sqeuclidean", "nearest"]]
+    param_names = ["backend", "size", "call"]
+    timeout = 600
+
+    def setup(self, backend, size, call):
+        self.op = operation(backend, size, call)[0]
+        self.calls = 1 if backend == "numpy" or require(backend).runs_on_host else 20
+
+    def track_us_per_call(self, backend, size, call):
+        return round(1e6 * self.op.queued_s(calls=self.calls, rounds=3 if self.calls == 1 else 5), 1)
+
+    track_us_per_call.unit = "us"
 
 
 class SpeedupOverScipy(Benchmark):

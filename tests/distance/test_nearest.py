@@ -185,7 +185,7 @@ def test_block_edges_and_the_fused_one_nearest(backend, m, n, length, dtype):
 # query rows resident in shared memory (16-byte rows up to 128 bytes, one or two 64-byte steps),
 # streamed (16-byte rows longer than 128 bytes) and read byte by byte (other lengths).
 STRIP_SHAPES = [(3, 128 * 700 + 77, 128), (3, 128 * 700 + 77, 32), (3, 128 * 700 + 77, 144),
-                (3, 128 * 700 + 77, 130), (130, 128 * 150 + 5, 144)]
+                (3, 128 * 700 + 77, 130), (130, 128 * 150 + 5, 144), (3, 128 * 90 + 3, 528)]
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
@@ -206,3 +206,25 @@ def test_nearest_over_strips_of_many_tiles(backend, m, n, length, dtype):
     idx, dist = both_match_numpy(backend, distance.nearest, F, D, k=1)
     np.testing.assert_array_equal(idx[:2, 0], [5, 7])
     np.testing.assert_array_equal(dist[:2, 0], [0, 0])
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("length", [341, 342])
+def test_nearest_at_the_longest_packed_rows(backend, length, dtype):
+    """CuPy's k = 1 kernel compares (distance, column) packed in one int32 for rows of up to
+    341 features and separately from 342 on: features at their dtype's extremes give the largest
+    and the most negative partial distances either side of that length (a bound one too loose,
+    512, failed here); equal rows in other tiles make ties."""
+    rng = np.random.default_rng(length)
+    lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+    D = rng.choice(np.array([lo, hi], dtype), (700, length))
+    D[0], D[1] = lo, hi  # every feature at one extreme
+    D[300:302] = D[:2]
+    F = np.concatenate([D[:2], rng.choice(np.array([lo, hi], dtype), (5, length))])
+    F[-1] = D[650]
+    idx, dist = both_match_numpy(backend, distance.nearest, F, D, k=1)
+    P = on_backend("numpy", distance.sqeuclidean, F, D)
+    order = np.argsort(P, axis=1, kind="stable")[:, :1]
+    np.testing.assert_array_equal(idx, order)
+    np.testing.assert_array_equal(dist, np.take_along_axis(P, order, axis=1))
+    assert idx[0, 0] == 0 and idx[1, 0] == 1 and dist[0, 0] == 0

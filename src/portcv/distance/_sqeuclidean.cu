@@ -113,7 +113,9 @@ template <bool CENTER>
 __global__ void portcv_sq_row_norms(const unsigned char* __restrict__ F, const unsigned char* __restrict__ D,
                                     int m, int n, int length, int* __restrict__ norms,
                                     unsigned long long* __restrict__ best) {
-    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    // 64-bit: the thread index passes 2^31 from m + n = 2^26 rows
+    const long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int warp = (int)(thread >> 5), lane = threadIdx.x & 31;
     if (warp >= m + n) return;
     const unsigned char* row = warp < m ? F + (size_t)warp * length : D + (size_t)(warp - m) * length;
     int sum = 0;
@@ -223,15 +225,22 @@ portcv_sqeuclidean(const unsigned char* __restrict__ F, const unsigned char* __r
 // rows are loaded into shared memory once, whole, and only the gallery's pass through it step by
 // step, which halves what the blocks read from L2.
 // A thread compares d' = |d|^2 - 2 f.d; |f|^2, the same for the whole row, is added at the end.
+// PACKED (length < SQ_PACKED_LENGTH): a tile's comparisons use one int32 key per distance,
+// d' * 128 + (column within the tile), whose minimum is the smallest d' and of those the first
+// column: with s_nd holding |d|^2 * 128 + c (INT_MAX past n, where the zero rows give f.d = 0),
+// the key is s_nd - 256 f.d, one multiply-add and one min a distance instead of a subtraction,
+// a bounds test and two compare-selects. -l 2^14 <= d' <= 3 l 2^14 (|x| <= 128 after centering),
+// so -2^31 < key < 3 l 2^21 + 128 <= INT_MAX for l <= 341.
 // The last block to finish (a ticket counter after the best array, set to 0 by the norms kernel)
 // unpacks best into the (m, 1) index and distance arrays.
 // GPU time of a call at 4096 x 16384 x 128 on an H200: a block a tile (each waiting for its
 // loads, an atomicMin per row per tile) and a separate unpacking launch 87 us; strips 65; strips
 // with resident query rows and the last block unpacking 60.
 constexpr int SQ_RESIDENT = 128;
+constexpr int SQ_PACKED_LENGTH = 342;
 constexpr int SQ_RESIDENT_PITCH = SQ_RESIDENT + 16;  // 36 words: a ldmatrix's 8 rows on 8 bank groups
 
-template <bool CENTER, bool VEC, bool RESIDENT>
+template <bool CENTER, bool VEC, bool RESIDENT, bool PACKED>
 __global__ void __launch_bounds__(SQ_THREADS, 2)
 portcv_sq_nearest(const unsigned char* __restrict__ F, const unsigned char* __restrict__ D, int m, int n, int length,
                   int tiles, const int* __restrict__ norms, unsigned long long* __restrict__ best,
@@ -245,7 +254,7 @@ portcv_sq_nearest(const unsigned char* __restrict__ F, const unsigned char* __re
     __shared__ int s_nd[2][SQ_BN];
     __shared__ bool s_last;
     const int row0 = blockIdx.y * SQ_BM;
-    const int n_tiles = (n + SQ_BN - 1) / SQ_BN;
+    const int n_tiles = (n - 1) / SQ_BN + 1;  // n >= 1; n + 127 would overflow near 2^31
     const int first = blockIdx.x * tiles, last = min(first + tiles, n_tiles);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;
@@ -262,8 +271,9 @@ portcv_sq_nearest(const unsigned char* __restrict__ F, const unsigned char* __re
 #pragma unroll
         for (int h = 0; h < 2; ++h) { bd[i][h] = 0x7fffffff; bc[i][h] = -1; }
 
-    auto fetch_norm = [&](int col0) {  // thread c < 128: column col0 + c's norm
+    auto fetch_norm = [&](int col0) {  // thread c < 128: column col0 + c's norm (PACKED: its key base)
         const int col = col0 + threadIdx.x;
+        if (PACKED) return threadIdx.x < SQ_BN && col < n ? __ldg(nd + col) * 128 + (int)threadIdx.x : 0x7fffffff;
         return threadIdx.x < SQ_BN && col < n ? __ldg(nd + col) : 0;
     };
     int nd_next = first < last ? fetch_norm(first * SQ_BN) : 0;
@@ -319,18 +329,34 @@ portcv_sq_nearest(const unsigned char* __restrict__ F, const unsigned char* __re
                         a_col, b_row, b_col);
             __syncthreads();
         }
+        if (PACKED) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < 4; ++i)
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
+                for (int h = 0; h < 2; ++h) {
+                    int key = 0x7fffffff;
 #pragma unroll
-                for (int j = 0; j < 4; ++j)
+                    for (int j = 0; j < 4; ++j)
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const int c = wn + j * 8 + 2 * t + e, col = col0 + c;
-                        const int d = s_nd[tile & 1][c] - 2 * acc[i][j][2 * h + e];
-                        if (col < n && d < bd[i][h]) { bd[i][h] = d; bc[i][h] = col; }
-                    }
+                        for (int e = 0; e < 2; ++e)
+                            key = min(key, s_nd[tile & 1][wn + j * 8 + 2 * t + e] - 256 * acc[i][j][2 * h + e]);
+                    // a later tile replaces the best only when strictly smaller: ties keep the smaller column
+                    if (key != 0x7fffffff && (key >> 7) < bd[i][h]) { bd[i][h] = key >> 7; bc[i][h] = col0 + (key & 127); }
+                }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int c = wn + j * 8 + 2 * t + e, col = col0 + c;
+                            const int d = s_nd[tile & 1][c] - 2 * acc[i][j][2 * h + e];
+                            if (col < n && d < bd[i][h]) { bd[i][h] = d; bc[i][h] = col; }
+                        }
+        }
     }
 
     // Each row's smallest (distance, column) over the strip: the quad's (shuffles), the 4 warps'

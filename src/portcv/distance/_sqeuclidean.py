@@ -208,6 +208,9 @@ def _sqeuclidean_cupy(F: Any, D: Any, *, center: int, dtype: str) -> Any:
 _CUDA_TILE = 128
 #: Longest feature rows ``portcv_sq_nearest`` keeps whole in shared memory (``SQ_RESIDENT``).
 _RESIDENT_LENGTH = 128
+#: Feature rows shorter than this compare packed int32 keys in ``portcv_sq_nearest``
+#: (``SQ_PACKED_LENGTH``).
+_PACKED_LENGTH = 342
 
 
 @functools.lru_cache(maxsize=None)
@@ -223,7 +226,8 @@ def tensor_core_case(F: Any, D: Any, dtype: str) -> bool:
     from ..backends.cupy import current_device_id
 
     return (np.dtype(F.dtype).itemsize == 1 and dtype == "int32"
-            and -(-F.shape[0] // _CUDA_TILE) <= 65535 and _has_int8_mma(current_device_id()))
+            and -(-F.shape[0] // _CUDA_TILE) <= 65535 and F.shape[0] + D.shape[0] < 2**31  # int32 row numbers
+            and _has_int8_mma(current_device_id()))
 
 
 def run_tensor_core(F: Any, D: Any, *, center: int, nearest: bool) -> Any:
@@ -252,9 +256,10 @@ def run_tensor_core(F: Any, D: Any, *, center: int, nearest: bool) -> Any:
         # Strips of column tiles: about one wave of 2 blocks an SM, fewer for small problems.
         tiles = max(1, -(-(col_tiles * row_tiles) // (2 * sm_count())))
         resident = "true" if vec == "true" and length <= _RESIDENT_LENGTH else "false"
+        packed = "true" if length < _PACKED_LENGTH else "false"
         index = cupy.empty((m, 1), dtype=cupy.int32)
         distance = cupy.empty((m, 1), dtype=cupy.int32)
-        cuda_function(__name__, f"portcv_sq_nearest<{centered},{vec},{resident}>")(
+        cuda_function(__name__, f"portcv_sq_nearest<{centered},{vec},{resident},{packed}>")(
             (-(-col_tiles // tiles), row_tiles), (256,),
             (F, D, np.int32(m), np.int32(n), np.int32(length), np.int32(tiles), norms, best, index, distance))
         return index, distance

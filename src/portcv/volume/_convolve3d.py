@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -359,17 +359,37 @@ def _kernel_spectra_cupy(taps: Taps, shape: tuple, sizes: tuple, device_id: int)
     return cupy.fft.rfftn(cupy.asarray(np.ascontiguousarray(flipped, dtype=np.float64)), s=sizes, axes=axes)
 
 
-def _cupy_fft_input(video: Any, sizes: tuple, shape: tuple, border: str, border_value: int, time_mode: str) -> Any:
+class _CupyGeometry(NamedTuple):
+    """Shapes of one call of the CuPy FFT methods: the leading (batch) axes, their product, the
+    padded (T, H, W) and the output frames, rows and columns of each filter."""
+
+    lead: tuple
+    planes: int
+    padded: tuple
+    t_out: int
+    h: int
+    w: int
+    halo: tuple  # (time, rows, columns) of padding before the first sample
+
+    @classmethod
+    def of(cls, video: Any, shape: tuple, time_mode: str) -> _CupyGeometry:
+        _, kt, kh, kw = shape
+        tp, hp, wp = padded_shape(video.shape, shape[1:], time_mode)[-3:]
+        lead = tuple(video.shape[:-3])
+        return cls(lead, math.prod(lead), (tp, hp, wp), tp - kt + 1, hp - kh + 1, wp - kw + 1,
+                   (kt // 2 if time_mode == "same" else 0, kh // 2, kw // 2))
+
+
+def _cupy_fft_input(video: Any, g: _CupyGeometry, sizes: tuple, border: str, border_value: int) -> Any:
     """The video padded by ``border`` as :func:`pad_video` pads it, then by zeros to the FFT
     lengths ``sizes`` (T2, H2, W2), as one float64 array (planes, T2, H2, W2): one launch."""
     import cupy
 
     from ..backends.cupy import cuda_function, launch_1d
 
-    _, kt, kh, kw = shape
     t, h, w = video.shape[-3:]
-    tp, hp, wp = padded_shape(video.shape, shape[1:], time_mode)[-3:]
-    planes = math.prod(video.shape[:-3])
+    tp, hp, wp = g.padded
+    planes = g.planes
     t2, h2, w2 = sizes
     out = cupy.empty((planes, t2, h2, w2), dtype=cupy.float64)
     rows = planes * t2 * h2
@@ -377,8 +397,7 @@ def _cupy_fft_input(video: Any, sizes: tuple, shape: tuple, border: str, border_
     fn(*launch_1d(rows * 256),  # a block per row
        (cupy.ascontiguousarray(video), out, np.int64(rows), np.int32(t), np.int32(h), np.int32(w), np.int32(tp),
         np.int32(hp), np.int32(wp), np.int32(t2), np.int32(h2), np.int32(w2),
-        np.int32(kt // 2 if time_mode == "same" else 0), np.int32(kh // 2), np.int32(kw // 2),
-        np.int32(BORDER_CODE[border]), np.int32(border_value)))
+        *(np.int32(v) for v in g.halo), np.int32(BORDER_CODE[border]), np.int32(border_value)))
     return out
 
 
@@ -417,16 +436,13 @@ def _convolve3d_fft_cupy(video: Any, *, taps: tuple, shape: tuple, border: str, 
 
     from ..backends.cupy import current_device_id
 
+    g = _CupyGeometry.of(video, shape, time_mode)
     f_count, kt, kh, kw = shape
-    lead = video.shape[:-3]
-    planes = math.prod(lead)
-    tp, hp, wp = padded_shape(video.shape, shape[1:], time_mode)[-3:]
-    t_out, h, w = tp - kt + 1, hp - kh + 1, wp - kw + 1
-    sizes = fft_shape((tp, hp, wp), 3)
-    spectrum = cupy.fft.rfftn(_cupy_fft_input(video, sizes, shape, border, border_value, time_mode),
-                              axes=(-3, -2, -1))
+    tp, t_out, h, w = g.padded[0], g.t_out, g.h, g.w
+    sizes = fft_shape(g.padded, 3)
+    spectrum = cupy.fft.rfftn(_cupy_fft_input(video, g, sizes, border, border_value), axes=(-3, -2, -1))
     spectra = _kernel_spectra_cupy(taps, shape, sizes, current_device_id())
-    out = cupy.empty(lead + (f_count, t_out, h, w), dtype=cupy.int32)
+    out = cupy.empty(g.lead + (f_count, t_out, h, w), dtype=cupy.int32)
     for f in range(f_count):
         product = spectrum * spectra[f]
         if _inverts_kept_frames(t_out, sizes[0]):
@@ -434,7 +450,7 @@ def _convolve3d_fft_cupy(video: Any, *, taps: tuple, shape: tuple, border: str, 
             y, src_frames, t_off = cupy.fft.irfft2(kept, s=sizes[1:]), t_out, 0
         else:
             y, src_frames, t_off = cupy.fft.irfftn(product, s=sizes, axes=(-3, -2, -1)), sizes[0], kt - 1
-        _cupy_round_into(out, y, groups=planes, t_out=t_out, src_frames=src_frames, t_off=t_off, y0=kh - 1,
+        _cupy_round_into(out, y, groups=g.planes, t_out=t_out, src_frames=src_frames, t_off=t_off, y0=kh - 1,
                          x0=kw - 1, dst_frames=f_count * t_out, dst_off=f * t_out)
     return out
 
@@ -446,13 +462,11 @@ def _convolve3d_hybrid_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
 
     from ..backends.cupy import cuda_function, current_device_id
 
+    g = _CupyGeometry.of(video, shape, time_mode)
     f_count, kt, kh, kw = shape
-    lead = video.shape[:-3]
-    planes = math.prod(lead)
-    tp, hp, wp = padded_shape(video.shape, shape[1:], time_mode)[-3:]
-    t_out, h, w = tp - kt + 1, hp - kh + 1, wp - kw + 1
+    (tp, hp, wp), planes, t_out, h, w = g.padded, g.planes, g.t_out, g.h, g.w
     h2, w2 = fft_shape((hp, wp), 2)
-    frames = cupy.fft.rfft2(_cupy_fft_input(video, (tp, h2, w2), shape, border, border_value, time_mode))
+    frames = cupy.fft.rfft2(_cupy_fft_input(video, g, (tp, h2, w2), border, border_value))
     spectra = _kernel_spectra_cupy(taps, shape, (h2, w2), current_device_id())
     bins = h2 * (w2 // 2 + 1)
     runs = -(-t_out // 4)  # C3_SPECTRAL_RUN output frames a thread
@@ -464,7 +478,7 @@ def _convolve3d_hybrid_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
         np.int32(t_out), np.int32(kt), np.int32(f_count), np.int32(bins), np.int32(runs)))
     del frames
     y = cupy.fft.irfft2(summed, s=(h2, w2))
-    out = cupy.empty(lead + (f_count, t_out, h, w), dtype=cupy.int32)
+    out = cupy.empty(g.lead + (f_count, t_out, h, w), dtype=cupy.int32)
     _cupy_round_into(out, y, groups=planes * f_count, t_out=t_out, src_frames=t_out, t_off=0, y0=kh - 1, x0=kw - 1,
                      dst_frames=t_out, dst_off=0)
     return out

@@ -331,14 +331,14 @@ def test_device_grouping_equals_the_hosts(monkeypatch, name: str) -> None:
     if deferred:
         monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
     grouped = []
-    real = MCTDetector._group_on_device
+    real = MCTDetector._read_group
 
-    def spy(self, *args):
-        out = real(self, *args)
+    def spy(device_output):
+        out = real(device_output)
         grouped.append(out is not None)
         return out
 
-    monkeypatch.setattr(MCTDetector, "_group_on_device", spy)
+    monkeypatch.setattr(MCTDetector, "_read_group", staticmethod(spy))
     for capacity, on_device in ((64, True), (8, False)):
         monkeypatch.setattr(_mct_detector, "GROUP_CAPACITY", capacity)
         for mn, (boxes, neighbours) in expected.items():
@@ -368,6 +368,99 @@ def test_a_scan_without_count_reads_between_segments_gives_the_same_candidates(m
             m.setattr(NumpyBackend, "runs_on_host", False)
             for split in (1, 2, 3):
                 assert_same_bits(expected, det.candidates(img, scale_factor=1.2, split_stage=split))
+
+
+def _recording_frames() -> list:
+    """Five gray 512 x 512 frames of one geometry: the astronaut (one face), mirrored, shifted,
+    noisier, and flat (no face)."""
+    from skimage import data as skdata
+
+    gray = portcv.to_numpy(portcv.color.rgb_to_gray(skdata.astronaut()))
+    noisy = np.clip(gray.astype(np.int16) + np.random.default_rng(1).integers(-12, 13, gray.shape), 0, 255)
+    return [gray, gray[:, ::-1].copy(), np.roll(gray, (17, -9), axis=(0, 1)), noisy.astype(np.uint8),
+            np.full_like(gray, 90)]
+
+
+class _HostRecording:
+    """A stand-in for CuPy's CUDA-graph recording on NumPy: every replay copies the values into
+    the inputs and runs ``fn`` again, so the detector's recorded path (launches only, reads after
+    the replay) runs on the host."""
+
+    def __init__(self, fn, inputs):
+        import threading
+
+        self.fn, self.inputs, self.lock, self.outputs = fn, inputs, threading.Lock(), None
+        self.recorded = 0
+
+    def replay(self, *values):
+        for dst, src in zip(self.inputs, values, strict=True):
+            dst[...] = src
+        self.outputs = self.fn()
+        self.recorded += 1
+        return self.outputs
+
+
+def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
+    """The detector's path for a backend that records launches (CuPy: one CUDA graph per
+    geometry), run on NumPy with a host stand-in recorder and CuPy's settings (grouping on the
+    device, no count reads): the first frame of a geometry runs as usual, the second records, the
+    rest replay; boxes equal the usual scan's for frames with and without faces, for each
+    min_neighbors, and above the grouping's capacity (the recorded kernel declines, the host
+    groups the survivors)."""
+    from portcv.backends.numpy import NumpyBackend
+    from portcv.detect import _mct_detector
+
+    frames = _recording_frames()
+    det = MCTDetector.default()
+    expected = {mn: [det.detect(f, min_neighbors=mn) for f in frames] for mn in (1, 3)}
+    made: list = []
+
+    def record(self, fn, *inputs):
+        made.append(_HostRecording(fn, inputs))
+        return made[-1]
+
+    monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
+    monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
+    monkeypatch.setattr(NumpyBackend, "records_launches", True)
+    monkeypatch.setattr(NumpyBackend, "record", record)
+    for capacity in (64, 8):  # 8: the astronaut's 24 candidates are more than the kernel groups
+        monkeypatch.setattr(_mct_detector, "GROUP_CAPACITY", capacity)
+        for mn, boxes in expected.items():
+            for frame, (eb, en) in zip(frames, boxes):
+                gb, gn = det.detect(frame, min_neighbors=mn)
+                assert_same_bits(eb, gb)
+                assert_same_bits(en, gn)
+    assert len(made) == 4 and all(r.recorded == len(frames) - 1 for r in made)
+    assert len(expected[3][0][0]) == 1 and len(expected[3][4][0]) == 0
+
+
+@pytest.mark.parametrize("where", ["host", "device"])
+def test_cupy_replays_its_recorded_scan_with_numpys_boxes(where: str) -> None:
+    """On CuPy the second frame of a geometry records the scan as a CUDA graph and later frames
+    replay it: host and device frames, one after another and as a batch, give NumPy's boxes;
+    the recording is kept on the geometry."""
+    try:
+        cupy_backend = portcv.backends.get("cupy")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    frames = _recording_frames()
+    det = MCTDetector.default()
+    expected = [det.detect(f) for f in frames]
+    with portcv.using("cupy"):
+        inputs = frames if where == "host" else [portcv.asarray(f) for f in frames]
+        for rnd in range(2):
+            for frame, (eb, en) in zip(inputs, expected):
+                gb, gn = det.detect(frame)
+                assert_same_bits(eb, gb)
+                assert_same_bits(en, gn)
+        batch = det.detect(np.stack(frames) if where == "host" else portcv.asarray(np.stack(frames)))
+    for (eb, en), (gb, gn) in zip(expected, batch, strict=True):
+        assert_same_bits(eb, gb)
+        assert_same_bits(en, gn)
+    (_, geos), = det._geometry.values()
+    kept = [v for k, v in geos[0]._device.items() if k[1] == "recorded"]
+    assert kept and all(type(v).__name__ == "RecordedLaunches" for v in kept)
+    assert cupy_backend.records_launches
 
 
 @settings(max_examples=12, deadline=None)

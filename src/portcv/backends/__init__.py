@@ -81,6 +81,9 @@ class Backend:
     #: NumPy is faster on this backend's arrays (JAX on the CPU: host memory, and XLA:CPU's
     #: gathers are slower than NumPy's): whole host-bound scans (the MCT detector's) run there.
     numpy_runs_faster: bool = False
+    #: A fixed chain of launches can be recorded once and replayed with one launch (CuPy: a CUDA
+    #: graph, :meth:`record`): per-frame scans whose cost is the host's launches use it.
+    records_launches: bool = False
 
     def __init__(self) -> None:
         if not self.family:
@@ -110,6 +113,12 @@ class Backend:
         if self._error is not None:
             raise self._error
         return self
+
+    def record(self, fn: Callable[[], Any], *inputs: Any) -> Any:
+        """``fn``'s launches recorded for replay (where :attr:`records_launches`): an object with
+        ``replay(*values)`` (copies ``values`` into ``inputs``, the arrays ``fn`` reads, then runs
+        the recording), ``outputs`` (``fn``'s result, rewritten by each replay) and ``lock``."""
+        raise NotImplementedError(f"backend {self.name!r} does not record launches")
 
     def is_available(self) -> bool:
         try:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from importlib import resources
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -28,6 +29,7 @@ class CupyBackend(Backend):
     module_name = "cupy"
     overlaps_uploads = True
     first_call_compiles = True
+    records_launches = True
 
     def _load(self) -> Any:
         try:
@@ -74,6 +76,9 @@ class CupyBackend(Backend):
     def copy_to_host(self, array: Any, out: np.ndarray) -> None:
         array.get(out=out)
 
+    def record(self, fn: Callable[[], Any], *inputs: Any) -> "RecordedLaunches":
+        return RecordedLaunches(fn, inputs)
+
     @property
     def device(self) -> str:
         import cupy
@@ -82,6 +87,51 @@ class CupyBackend(Backend):
         props = cupy.cuda.runtime.getDeviceProperties(dev.id)
         name = props["name"]
         return f"cuda:{dev.id} ({name.decode() if isinstance(name, bytes) else name})"
+
+
+class RecordedLaunches:
+    """``fn``'s launches recorded once as a CUDA graph; :meth:`replay` runs them with one launch.
+
+    ``fn`` must only queue work on the current stream (no read back, no synchronization), and
+    must have run once before outside the recording, so that its kernels are compiled and every
+    cached device table lives in the default memory pool. Its temporaries come from a private
+    memory pool kept as long as this object, so the addresses the graph holds stay reserved: a
+    first run on the recording stream fills the pool, the recorded run then takes the same
+    blocks in the same order. ``outputs`` is the recorded run's result, rewritten by each
+    replay; ``inputs`` are the arrays ``fn`` reads, which :meth:`replay` refills. Hold ``lock``
+    from a replay until its outputs are read.
+    """
+
+    def __init__(self, fn: Callable[[], Any], inputs: tuple) -> None:
+        import cupy
+
+        self.inputs = inputs
+        self.lock = threading.Lock()
+        self._pool = cupy.cuda.MemoryPool()
+        self._stream = cupy.cuda.Stream(non_blocking=True)
+        with cupy.cuda.using_allocator(self._pool.malloc), self._stream:
+            fn()
+            self._stream.synchronize()
+            self._stream.begin_capture(cupy.cuda.runtime.streamCaptureModeRelaxed)
+            try:
+                outputs = fn()
+            finally:
+                graph = self._stream.end_capture()
+        self.outputs = outputs
+        self._graph = graph
+
+    def replay(self, *values: Any) -> Any:
+        """Copy ``values`` into the inputs (host or device arrays of their shapes and dtypes), run
+        the recording on the current stream, and return ``outputs``."""
+        import cupy
+
+        for dst, src in zip(self.inputs, values, strict=True):
+            if isinstance(src, cupy.ndarray):
+                cupy.copyto(dst, src)
+            else:  # host memory (or another framework's array, through the host)
+                dst.set(np.ascontiguousarray(np.asarray(src)))
+        self._graph.launch(cupy.cuda.get_current_stream())
+        return self.outputs
 
 
 def _shared_headers() -> Any:

@@ -278,6 +278,13 @@ class MCTGeometry:
         return hit
 
 
+def _survivors(plan: Any, count: Any) -> np.ndarray:
+    """The plan's first ``count`` window indices (``count`` a host int or a 0-d device array) as
+    host int64."""
+    n = count if isinstance(count, int) else int(to_numpy(count))
+    return to_numpy(plan[:n]).astype(np.int64)
+
+
 def split_levels(windows_per_level: list[int], groups: int) -> list[tuple[int, int]]:
     """Contiguous level ranges ``[(l0, l1), ...]`` for ``groups`` devices, balanced by window count
     (greedy on the cumulative count; the thesis assigns levels to GPUs from precomputed sizes).
@@ -524,14 +531,26 @@ class MCTDetector:
         levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1 if devices is None else len(devices))
         groups = [(g, geo) for g, geo in enumerate(geos) if geo.offsets.size]
         scopes = [functools.partial(_device_scope, b, None if devices is None else devices[g]) for g, _ in groups]
-        # Generators: nothing runs until their first next(), inside their device's scope below.
         group = group if devices is None and _groups_on_device(b) else None
-        steps = [self._scan_group(b, gray, geo, split, several=devices is not None, group=group)
-                 for _, geo in groups]
-        # Lockstep over the device groups: each resumes to read its last count where it reads one
-        # (a wait on its own device only; CuPy reads only at the end) and launch its next segment,
-        # so every device has work queued while the host waits on one; run one after another,
-        # they would not overlap at all.
+        if group is not None and len(groups) == 1 and b.records_launches:
+            hits = [self._recorded_scan(b, gray, groups[0][1], split, group)]
+        else:
+            hits = self._lockstep([self._scan_group(b, gray, geo, split, several=devices is not None, group=group)
+                                   for _, geo in groups], scopes)
+        if len(hits) == 1 and isinstance(hits[0], tuple):  # grouped on the device
+            return np.zeros((0, 3), np.int32), levels, hits[0]
+        found = [np.stack([geo.level[idx], geo.x[idx], geo.y[idx]], axis=1)
+                 for (_, geo), idx in zip(groups, hits) if idx.size]
+        out = np.concatenate(found).astype(np.int32) if found else np.zeros((0, 3), np.int32)
+        return out, levels, None
+
+    @staticmethod
+    def _lockstep(steps: list, scopes: list) -> list:
+        """The results of the generators ``steps`` (one per device group, each run in its
+        ``scopes`` context). Lockstep: each resumes to read its last count where it reads one (a
+        wait on its own device only; CuPy reads only at the end) and launch its next segment, so
+        every device has work queued while the host waits on one; run one after another, they
+        would not overlap at all. Nothing runs before a generator's first next()."""
         hits: list = [None] * len(steps)
         live = list(range(len(steps)))
         while live:
@@ -542,20 +561,39 @@ class MCTDetector:
                     except StopIteration as done:
                         hits[i] = done.value
                         live.remove(i)
-        if len(hits) == 1 and isinstance(hits[0], tuple):  # grouped on the device
-            return np.zeros((0, 3), np.int32), levels, hits[0]
-        found = [np.stack([geo.level[idx], geo.x[idx], geo.y[idx]], axis=1)
-                 for (_, geo), idx in zip(groups, hits) if idx.size]
-        out = np.concatenate(found).astype(np.int32) if found else np.zeros((0, 3), np.int32)
-        return out, levels, None
+        return hits
+
+    def _recorded_scan(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, group: tuple) -> Any:
+        """:meth:`_scan_group`'s result for one device that groups on it and records launches
+        (CuPy): the frame's fifteen or so launches (pyramid, codes, segments, compactions, the
+        grouping's inputs and kernel) recorded once per geometry as a CUDA graph, at its second
+        frame (the first compiles the kernels and caches the tables), and replayed from then on:
+        one launch instead of one host dispatch each. Same launches, same bits."""
+        key = (b.device_key(), "recorded", split, group, GROUP_CAPACITY)
+        rec = geo._device.get(key)
+        if rec is None:  # the geometry's first frame here: run as usual
+            geo._device[key] = False
+            return self._lockstep([self._scan_group(b, gray, geo, split, several=False, group=group)],
+                                  [contextlib.nullcontext])[0]
+        if rec is False:
+            frame = b.xp.empty(tuple(gray.shape), dtype=b.xp.uint8)
+            rec = b.record(lambda: self._lockstep([self._scan_group(b, frame, geo, split, several=False, group=group,
+                                                                    launch_only=True)], [contextlib.nullcontext])[0],
+                           frame)
+            geo._device[key] = rec
+        with rec.lock:  # the outputs are read before another thread's replay rewrites them
+            plan, count, grouped = rec.replay(gray)
+            boxes = self._read_group(grouped)
+            return boxes if boxes is not None else _survivors(plan, count)
 
     def _scan_group(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, several: bool,
-                    group: tuple | None = None) -> Any:
+                    group: tuple | None = None, launch_only: bool = False) -> Any:
         """A generator over the stage segments of ``geo``'s windows: each step launches one segment
         (asynchronously) and yields; it returns the indices of the windows passing every stage,
         ascending (one count read per segment, or on CuPy one at the end), or, given ``group``,
         their grouped boxes (one copy of the boxes instead of the indices) when they fit the
-        device grouping."""
+        device grouping. ``launch_only`` (CuPy, with ``group``): no read at all; it returns the
+        device arrays ``(plan, count, grouped)`` for :meth:`_recorded_scan`."""
         c = self.cascade
         if several and b.owns(gray) and not b.runs_on_host:
             # CuPy's copy lands on the current device (across devices too); a JAX array committed
@@ -589,19 +627,19 @@ class MCTDetector:
             # ladder on static-shape ones (each capacity is one compilation).
             cap = next_capacity(count, int(plan.shape[0])) if b.static_shapes else count
             plan = plan[:cap]
+        if launch_only:
+            return plan, count_dev, self._group_on_device(b, geo, plan, count_dev, group)
         if group is not None and (defer or count <= GROUP_CAPACITY):
             # Deferred, the count is still on the device: group_kernel declines above its capacity.
-            grouped = self._group_on_device(b, geo, plan, count_dev if defer else count, group)
+            grouped = self._read_group(self._group_on_device(b, geo, plan, count_dev if defer else count, group))
             if grouped is not None:
                 return grouped
-        if defer:
-            count = int(to_numpy(count_dev))
-        return to_numpy(plan[:count]).astype(np.int64)
+        return _survivors(plan, count_dev if defer else count)
 
     def _group_on_device(self, b: Any, geo: MCTGeometry, plan: Any, count: Any, group: tuple) -> Any:
         """``groupRectangles`` and the clip of the plan's first ``count`` windows (a host int or
-        the device's 0-d count) by group_kernel (the Haar detector's): ``(rects, neighbours)``, or
-        None if it declined (more than ``GROUP_CAPACITY`` windows)."""
+        the device's 0-d count) by group_kernel (the Haar detector's), launched: its device output,
+        for :meth:`_read_group`."""
         min_neighbors, width, height = group
         xp = b.xp
         C = GROUP_CAPACITY
@@ -611,8 +649,14 @@ class MCTDetector:
         if plan.shape[0] < C:
             parts.append(xp.zeros(C - plan.shape[0], dtype=xp.int32))
         cand = xp.concat(parts)
-        grouped = group_kernel(cand, *geo.group_arrays(b, C), window=self.cascade.window,
-                               min_neighbors=min_neighbors, eps=GROUP_EPS, width=width, height=height, capacity=C)
+        return group_kernel(cand, *geo.group_arrays(b, C), window=self.cascade.window,
+                            min_neighbors=min_neighbors, eps=GROUP_EPS, width=width, height=height, capacity=C)
+
+    @staticmethod
+    def _read_group(grouped: Any) -> Any:
+        """``(rects, neighbours)`` from group_kernel's output (one copy of its first boxes, a
+        second only past ``GROUP_READ``), or None if it declined (more than ``GROUP_CAPACITY``
+        windows)."""
         first = to_numpy(grouped[: 2 + 5 * GROUP_READ])
         m = int(first[1])
         if m < 0:

@@ -36,7 +36,7 @@ import numpy as np
 
 import portcv
 
-from ._common import BACKENDS, Benchmark, Operation, require
+from ._common import BACKENDS, Benchmark, Operation, not_supported, require
 
 SCIPY = "scipy"
 #: name -> (m, n, l)
@@ -149,6 +149,43 @@ class QueuedCalls(Benchmark):
         return round(1e6 * self.op.queued_s(calls=self.calls, rounds=3 if self.calls == 1 else 5), 1)
 
     track_us_per_call.unit = "us"
+
+
+class GpuTime(Benchmark):
+    """Microseconds of GPU time per call on CuPy with the host's dispatch hidden
+    (``tools/timing.py``'s ``device_ms``: a spinning kernel holds the GPU while 30 calls are
+    queued behind it, CUDA events around them): the kernels' own cost, which a host slower than
+    the GPU hides from :class:`QueuedCalls`. CuPy only (n/a elsewhere)."""
+
+    params = [BACKENDS, list(SIZES), ["sqeuclidean", "nearest"]]
+    param_names = ["backend", "size", "call"]
+    timeout = 600
+
+    def setup(self, backend, size, call):
+        if backend != "cupy":
+            not_supported(backend, "GPU time with CUDA events")
+        self.op = operation(backend, size, call)[0]
+        self.device_ms = _timing().device_ms
+
+    def track_gpu_us_per_call(self, backend, size, call):
+        with portcv.using("cupy"):
+            ms = self.device_ms(lambda: self.op.fn(*self.op.arrays), calls=30, rounds=3)
+        return None if ms is None else round(1e3 * ms, 1)
+
+    track_gpu_us_per_call.unit = "us"
+
+
+def _timing() -> Any:
+    """``tools/timing.py`` (the repository's one definition of how GPU time is measured), imported
+    from the checkout these benchmarks run in."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "timing.py"
+    spec = importlib.util.spec_from_file_location("portcv_tools_timing", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class SpeedupOverScipy(Benchmark):

@@ -400,6 +400,17 @@ class _HostRecording:
         return self.outputs
 
 
+def test_the_default_detector_is_one_instance_that_keeps_its_geometries() -> None:
+    """``MCTDetector.default()`` is the same object each call, so a frame loop written as
+    ``MCTDetector.default().detect(frame)`` keeps what the first frame built (on CuPy: the
+    recorded scan)."""
+    det = MCTDetector.default()
+    assert MCTDetector.default() is det
+    frame = np.full((60, 70), 40, np.uint8)
+    MCTDetector.default().detect(frame)
+    assert any(key[:2] == (70, 60) for key in det._geometry)
+
+
 def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
     """The detector's path for a backend that records launches (CuPy: one CUDA graph per
     geometry), run on NumPy with a host stand-in recorder and CuPy's settings (grouping on the
@@ -411,7 +422,7 @@ def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
     from portcv.detect import _mct_detector
 
     frames = _recording_frames()
-    det = MCTDetector.default()
+    det = MCTDetector(MCTDetector.default().cascade)  # a detector of its own: no recordings yet
     expected = {mn: [det.detect(f, min_neighbors=mn) for f in frames] for mn in (1, 3)}
     made: list = []
 
@@ -444,7 +455,7 @@ def test_cupy_replays_its_recorded_scan_with_numpys_boxes(where: str) -> None:
     except portcv.BackendUnavailableError as exc:
         pytest.skip(str(exc))
     frames = _recording_frames()
-    det = MCTDetector.default()
+    det = MCTDetector(MCTDetector.default().cascade)  # a detector of its own: no recordings yet
     expected = [det.detect(f) for f in frames]
     with portcv.using("cupy"):
         inputs = frames if where == "host" else [portcv.asarray(f) for f in frames]

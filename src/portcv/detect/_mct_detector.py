@@ -278,6 +278,11 @@ class MCTGeometry:
         return hit
 
 
+@functools.lru_cache(maxsize=None)
+def _default_detector(cls: type) -> "MCTDetector":
+    return cls(load_mct_cascade(BUNDLED))
+
+
 def _survivors(plan: Any, count: Any) -> np.ndarray:
     """The plan's first ``count`` window indices (``count`` a host int or a 0-d device array) as
     host int64."""
@@ -358,8 +363,11 @@ class MCTDetector:
 
     @classmethod
     def default(cls) -> "MCTDetector":
-        """A detector with portcv's bundled ``mct_frontalface_24.npz`` (trained by ``tools/train_mct.py``)."""
-        return cls(load_mct_cascade(BUNDLED))
+        """The detector with portcv's bundled ``mct_frontalface_24.npz`` (trained by
+        ``tools/train_mct.py``): one instance per process, so that ``MCTDetector.default().detect``
+        called frame by frame keeps its geometries, device tables and recorded scans (for a
+        detector of your own, ``MCTDetector(load_mct_cascade(path))``)."""
+        return _default_detector(cls)
 
     def __repr__(self) -> str:
         return f"<MCTDetector {self.cascade!r}>"

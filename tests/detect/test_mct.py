@@ -445,6 +445,40 @@ def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
     assert len(expected[3][0][0]) == 1 and len(expected[3][4][0]) == 0
 
 
+def test_a_scan_that_cannot_be_recorded_warns_once_and_runs_its_launches(monkeypatch) -> None:
+    """A backend whose recording fails (a driver without graph capture) gets one RuntimeWarning
+    per geometry and the usual launches from then on: the same boxes."""
+    import warnings
+
+    from portcv.backends.numpy import NumpyBackend
+    from portcv.detect import _mct_detector
+
+    frames = _recording_frames()[:3]
+    det = MCTDetector(MCTDetector.default().cascade)
+    expected = [det.detect(f) for f in frames]
+    tries = []
+
+    def record(self, fn, *inputs):
+        tries.append(1)
+        raise RuntimeError("stream capture is not supported")
+
+    monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
+    monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
+    monkeypatch.setattr(NumpyBackend, "records_launches", True)
+    monkeypatch.setattr(NumpyBackend, "record", record)
+    det = MCTDetector(det.cascade)
+    got = []
+    with pytest.warns(RuntimeWarning, match="could not be recorded .*stream capture is not supported"):
+        got += [det.detect(f) for f in frames[:2]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got += [det.detect(frames[2])]
+    assert len(tries) == 1
+    for (eb, en), (gb, gn) in zip(expected, got, strict=True):
+        assert_same_bits(eb, gb)
+        assert_same_bits(en, gn)
+
+
 @pytest.mark.parametrize("where", ["host", "device"])
 def test_cupy_replays_its_recorded_scan_with_numpys_boxes(where: str) -> None:
     """On CuPy the second frame of a geometry records the scan as a CUDA graph and later frames

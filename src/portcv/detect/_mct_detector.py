@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -579,16 +580,22 @@ class MCTDetector:
         one launch instead of one host dispatch each. Same launches, same bits."""
         key = (b.device_key(), "recorded", split, group, GROUP_CAPACITY)
         rec = geo._device.get(key)
-        if rec is None:  # the geometry's first frame here: run as usual
-            geo._device[key] = False
-            return self._lockstep([self._scan_group(b, gray, geo, split, several=False, group=group)],
-                                  [contextlib.nullcontext])[0]
         if rec is False:
             frame = b.xp.empty(tuple(gray.shape), dtype=b.xp.uint8)
-            rec = b.record(lambda: self._lockstep([self._scan_group(b, frame, geo, split, several=False, group=group,
-                                                                    launch_only=True)], [contextlib.nullcontext])[0],
-                           frame)
+            try:
+                rec = b.record(lambda: self._lockstep([self._scan_group(b, frame, geo, split, several=False,
+                                                                        group=group, launch_only=True)],
+                                                      [contextlib.nullcontext])[0], frame)
+            except Exception as exc:  # a driver or device that cannot record: the launches one by one, same bits
+                warnings.warn(f"portcv: the MCT scan could not be recorded ({type(exc).__name__}: {exc}); "
+                              "it runs its launches one by one", RuntimeWarning, stacklevel=5)
+                rec = "unrecordable"
             geo._device[key] = rec
+        if rec is None or rec == "unrecordable":  # None: the geometry's first frame here, run as usual
+            if rec is None:
+                geo._device[key] = False
+            return self._lockstep([self._scan_group(b, gray, geo, split, several=False, group=group)],
+                                  [contextlib.nullcontext])[0]
         with rec.lock:  # the outputs are read before another thread's replay rewrites them
             plan, count, grouped = rec.replay(gray)
             boxes = self._read_group(grouped)

@@ -7,6 +7,7 @@ contract ``a*b+c`` into FMA and change float results; DESIGN.md §4) and C++17, 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import threading
@@ -89,15 +90,19 @@ class CupyBackend(Backend):
         return f"cuda:{dev.id} ({name.decode() if isinstance(name, bytes) else name})"
 
 
+#: The recording in progress on this thread (``active``), for :func:`device_constant`.
+_recording = threading.local()
+
+
 class RecordedLaunches:
     """``fn``'s launches recorded once as a CUDA graph; :meth:`replay` runs them with one launch.
 
     ``fn`` must only queue work on the current stream (no read back, no synchronization), and
-    must have run once before outside the recording, so that its kernels are compiled and every
-    cached device table lives in the default memory pool. Its temporaries come from a private
-    memory pool kept as long as this object, so the addresses the graph holds stay reserved: a
-    first run on the recording stream fills the pool, the recorded run then takes the same
-    blocks in the same order. ``outputs`` is the recorded run's result, rewritten by each
+    should have run once before (its kernels compiled, its tables cached). Its temporaries come
+    from a private memory pool kept as long as this object, so the addresses the graph holds
+    stay reserved: a first run on the recording stream fills the pool, the recorded run then
+    takes the same blocks in the same order. The cached tables it reads through
+    :func:`device_constant` are kept in ``kept``, as the cache may let them go. ``outputs`` is the recorded run's result, rewritten by each
     replay; ``inputs`` are the arrays ``fn`` reads, which :meth:`replay` refills. Hold ``lock``
     from a replay until its outputs are read.
     """
@@ -107,16 +112,29 @@ class RecordedLaunches:
 
         self.inputs = inputs
         self.lock = threading.Lock()
+        self.kept: list = []  # cached device tables the graph reads (device_constant)
+        self.outer_allocator = cupy.cuda.memory.get_allocator()
+        self.capturing = False
         self._pool = cupy.cuda.MemoryPool()
         self._stream = cupy.cuda.Stream(non_blocking=True)
-        with cupy.cuda.using_allocator(self._pool.malloc), self._stream:
-            fn()
-            self._stream.synchronize()
-            self._stream.begin_capture(cupy.cuda.runtime.streamCaptureModeRelaxed)
-            try:
-                outputs = fn()
-            finally:
+        _recording.active = self
+        try:
+            with cupy.cuda.using_allocator(self._pool.malloc), self._stream:
+                fn()
+                self._stream.synchronize()
+                self._stream.begin_capture(cupy.cuda.runtime.streamCaptureModeRelaxed)
+                self.capturing = True
+                try:
+                    outputs = fn()
+                except BaseException:
+                    with contextlib.suppress(Exception):  # the capture is void; keep fn's error
+                        self._stream.end_capture()
+                    raise
+                finally:
+                    self.capturing = False
                 graph = self._stream.end_capture()
+        finally:
+            _recording.active = None
         self.outputs = outputs
         self._graph = graph
 
@@ -179,8 +197,25 @@ def _constant_cache(values: tuple, dtype: str, device_id: int) -> Any:
 
 
 def device_constant(values: tuple, dtype: str = "int32") -> Any:
-    """A small read-only device array (filter taps, tables), uploaded once and reused."""
-    return _constant_cache(values, dtype, current_device_id())
+    """A small read-only device array (filter taps, tables), uploaded once and reused.
+
+    Inside a :class:`RecordedLaunches` recording the array is also kept by the recording (its
+    graph holds the address, which the cache may evict), an upload goes through the allocator
+    outside the recording (the cache outlives the recording's private pool), and a cache miss
+    while the stream is being captured raises (the upload would be recorded, not done).
+    """
+    recording = getattr(_recording, "active", None)
+    if recording is None:
+        return _constant_cache(values, dtype, current_device_id())
+    import cupy
+
+    misses = _constant_cache.cache_info().misses
+    with cupy.cuda.using_allocator(recording.outer_allocator):
+        array = _constant_cache(values, dtype, current_device_id())
+    if _constant_cache.cache_info().misses != misses and recording.capturing:
+        raise RuntimeError("device_constant: a table was uploaded while its stream was being captured")
+    recording.kept.append(array)
+    return array
 
 
 @functools.lru_cache(maxsize=None)

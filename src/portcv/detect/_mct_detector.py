@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import threading
 import warnings
 from typing import Any
 
@@ -24,6 +25,10 @@ from ._mct_cascade import BUNDLED, LUT_WIDTH, MCTCascade, load_mct_cascade
 DEFAULT_SCALE_FACTOR = 1.15
 #: Most candidates grouped on the device (CuPy's one-block ``groupRectangles``); more: the host groups.
 GROUP_CAPACITY = CANDIDATE_LIMIT
+#: Recorded scans a geometry keeps (each holds its own device memory: plans, codes, boxes).
+RECORDINGS_KEPT = 4
+#: A geometry's recording state where the backend refused to record.
+_UNRECORDABLE = "unrecordable"
 #: Largest number of (window x position) gathers one portable step makes: bounds the memory of
 #: the 2-D gathers (``cap x chunk`` int32 indices and codes, 16 MB each at this size).
 GATHER_ELEMENTS = 1 << 22
@@ -361,6 +366,7 @@ class MCTDetector:
         self._position_rows = (pos[:, 1] - 1, pos[:, 0] - 1)  # code offset = row * code_width + col
         self._device: dict = {}
         self._geometry: dict = {}
+        self._lock = threading.RLock()  # the caches above (the default detector is shared)
 
     @classmethod
     def default(cls) -> "MCTDetector":
@@ -486,21 +492,22 @@ class MCTDetector:
         if maxs is None or maxs[0] == 0 or maxs[1] == 0:
             maxs = (width, height)
         key = (width, height, sf, mins, tuple(maxs), step, groups)
-        hit = self._geometry.get(key)
-        if hit is None:
-            W, H = self.cascade.window
-            levels = pyramid_plan(width, height, sf, (W, H), min_size=mins, max_size=maxs, name="scale_factor")
-            counts = [len(range(0, max(w - W + 1, 0), step)) * len(range(0, max(h - H + 1, 0), step))
-                      for _, (w, h) in levels]
-            keep = [i for i, n in enumerate(counts) if n > 0]
-            levels = [levels[i] for i in keep]  # levels with windows come first (a smaller window: none)
-            counts = [counts[i] for i in keep]
-            ranges = split_levels(counts, groups) if levels else []
-            geos = [MCTGeometry(width, height, levels[a:b], a, (W, H), step) for a, b in ranges]
-            hit = (levels, geos)
-            if len(self._geometry) >= 8:
-                self._geometry.pop(next(iter(self._geometry)))
-            self._geometry[key] = hit
+        with self._lock:
+            hit = self._geometry.get(key)
+            if hit is None:
+                W, H = self.cascade.window
+                levels = pyramid_plan(width, height, sf, (W, H), min_size=mins, max_size=maxs, name="scale_factor")
+                counts = [len(range(0, max(w - W + 1, 0), step)) * len(range(0, max(h - H + 1, 0), step))
+                          for _, (w, h) in levels]
+                keep = [i for i, n in enumerate(counts) if n > 0]
+                levels = [levels[i] for i in keep]  # levels with windows come first (a smaller window: none)
+                counts = [counts[i] for i in keep]
+                ranges = split_levels(counts, groups) if levels else []
+                geos = [MCTGeometry(width, height, levels[a:b], a, (W, H), step) for a, b in ranges]
+                hit = (levels, geos)
+                if len(self._geometry) >= 8:
+                    self._geometry.pop(next(iter(self._geometry)))
+                self._geometry[key] = hit
         return hit
 
     def _cascade_on(self, b: Any, code_width: int) -> tuple:
@@ -577,29 +584,41 @@ class MCTDetector:
         (CuPy): the frame's fifteen or so launches (pyramid, codes, segments, compactions, the
         grouping's inputs and kernel) recorded once per geometry as a CUDA graph, at its second
         frame (the first compiles the kernels and caches the tables), and replayed from then on:
-        one launch instead of one host dispatch each. Same launches, same bits."""
+        one launch instead of one host dispatch each. Same launches, same bits. A geometry keeps
+        its last ``RECORDINGS_KEPT`` recordings (one per ``min_neighbors`` and ``split_stage``)."""
         key = (b.device_key(), "recorded", split, group, GROUP_CAPACITY)
-        rec = geo._device.get(key)
-        if rec is False:
-            frame = b.xp.empty(tuple(gray.shape), dtype=b.xp.uint8)
-            try:
-                rec = b.record(lambda: self._lockstep([self._scan_group(b, frame, geo, split, several=False,
-                                                                        group=group, launch_only=True)],
-                                                      [contextlib.nullcontext])[0], frame)
-            except Exception as exc:  # a driver or device that cannot record: the launches one by one, same bits
-                warnings.warn(f"portcv: the MCT scan could not be recorded ({type(exc).__name__}: {exc}); "
-                              "it runs its launches one by one", RuntimeWarning, stacklevel=5)
-                rec = "unrecordable"
-            geo._device[key] = rec
-        if rec is None or rec == "unrecordable":  # None: the geometry's first frame here, run as usual
-            if rec is None:
+        with self._lock:
+            rec = geo._device.get(key)
+            if rec is None:  # the geometry's first frame here: run as usual
                 geo._device[key] = False
+            elif rec is False:
+                rec = self._record(b, gray, geo, split, group)
+                held = [k for k, v in geo._device.items() if k[1:2] == ("recorded",) and v is not False
+                        and v is not _UNRECORDABLE]
+                for old in held[:max(0, len(held) - RECORDINGS_KEPT + 1)]:
+                    geo._device[old] = False  # recorded again if asked for again
+                geo._device[key] = rec
+        if rec is None or rec is _UNRECORDABLE:
             return self._lockstep([self._scan_group(b, gray, geo, split, several=False, group=group)],
                                   [contextlib.nullcontext])[0]
         with rec.lock:  # the outputs are read before another thread's replay rewrites them
             plan, count, grouped = rec.replay(gray)
             boxes = self._read_group(grouped)
             return boxes if boxes is not None else _survivors(plan, count)
+
+    def _record(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, group: tuple) -> Any:
+        """The recording of ``geo``'s scan (launches only) reading a frame buffer of ``gray``'s
+        shape, or ``_UNRECORDABLE`` with a warning where the backend cannot record (the
+        launches then run one by one: the same bits)."""
+        frame = b.xp.empty(tuple(gray.shape), dtype=b.xp.uint8)
+        try:
+            return b.record(lambda: self._lockstep([self._scan_group(b, frame, geo, split, several=False, group=group,
+                                                                     launch_only=True)],
+                                                   [contextlib.nullcontext])[0], frame)
+        except Exception as exc:  # a driver or device that cannot capture graphs
+            warnings.warn(f"portcv: the MCT scan could not be recorded ({type(exc).__name__}: {exc}); "
+                          "it runs its launches one by one", RuntimeWarning, stacklevel=2)
+            return _UNRECORDABLE
 
     def _scan_group(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, several: bool,
                     group: tuple | None = None, launch_only: bool = False) -> Any:

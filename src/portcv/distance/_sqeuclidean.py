@@ -226,7 +226,7 @@ def tensor_core_case(F: Any, D: Any, dtype: str) -> bool:
     from ..backends.cupy import current_device_id
 
     return (np.dtype(F.dtype).itemsize == 1 and dtype == "int32"
-            and -(-F.shape[0] // _CUDA_TILE) <= 65535 and F.shape[0] + D.shape[0] < 2**31  # int32 row numbers
+            and -(-F.shape[0] // _CUDA_TILE) <= 65535 and F.shape[0] + D.shape[0] + 128 < 2**31  # int32 rows and columns, a tile past n
             and _has_int8_mma(current_device_id()))
 
 

@@ -411,6 +411,25 @@ def test_the_default_detector_is_one_instance_that_keeps_its_geometries() -> Non
     assert any(key[:2] == (70, 60) for key in det._geometry)
 
 
+def _record_on_numpy(monkeypatch, recorder=_HostRecording) -> list:
+    """NumPy with CuPy's scan settings (grouping on the device, no count reads) and a backend
+    that records launches through ``recorder(fn, inputs)``; returns the list of recordings made."""
+    from portcv.backends.numpy import NumpyBackend
+    from portcv.detect import _mct_detector
+
+    made: list = []
+
+    def record(self, fn, *inputs):
+        made.append(recorder(fn, inputs))
+        return made[-1]
+
+    monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
+    monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
+    monkeypatch.setattr(NumpyBackend, "records_launches", True)
+    monkeypatch.setattr(NumpyBackend, "record", record)
+    return made
+
+
 def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
     """The detector's path for a backend that records launches (CuPy: one CUDA graph per
     geometry), run on NumPy with a host stand-in recorder and CuPy's settings (grouping on the
@@ -418,22 +437,12 @@ def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
     rest replay; boxes equal the usual scan's for frames with and without faces, for each
     min_neighbors, and above the grouping's capacity (the recorded kernel declines, the host
     groups the survivors)."""
-    from portcv.backends.numpy import NumpyBackend
     from portcv.detect import _mct_detector
 
     frames = _recording_frames()
     det = MCTDetector(MCTDetector.default().cascade)  # a detector of its own: no recordings yet
     expected = {mn: [det.detect(f, min_neighbors=mn) for f in frames] for mn in (1, 3)}
-    made: list = []
-
-    def record(self, fn, *inputs):
-        made.append(_HostRecording(fn, inputs))
-        return made[-1]
-
-    monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
-    monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
-    monkeypatch.setattr(NumpyBackend, "records_launches", True)
-    monkeypatch.setattr(NumpyBackend, "record", record)
+    made = _record_on_numpy(monkeypatch)
     for capacity in (64, 8):  # 8: the astronaut's 24 candidates are more than the kernel groups
         monkeypatch.setattr(_mct_detector, "GROUP_CAPACITY", capacity)
         for mn, boxes in expected.items():
@@ -448,23 +457,13 @@ def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
 def test_a_geometry_keeps_its_last_recordings_only(monkeypatch) -> None:
     """Each min_neighbors is a recording of its own; a geometry keeps RECORDINGS_KEPT of them
     (here 1), the oldest dropped and recorded again when asked for again: the same boxes."""
-    from portcv.backends.numpy import NumpyBackend
     from portcv.detect import _mct_detector
 
     frames = _recording_frames()[:2]
     det = MCTDetector(MCTDetector.default().cascade)
     expected = {mn: [det.detect(f, min_neighbors=mn) for f in frames] for mn in (1, 3)}
-    made: list = []
-
-    def record(self, fn, *inputs):
-        made.append(_HostRecording(fn, inputs))
-        return made[-1]
-
-    monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
     monkeypatch.setattr(_mct_detector, "RECORDINGS_KEPT", 1)
-    monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
-    monkeypatch.setattr(NumpyBackend, "records_launches", True)
-    monkeypatch.setattr(NumpyBackend, "record", record)
+    made = _record_on_numpy(monkeypatch)
     det = MCTDetector(det.cascade)
     for rnd in range(3):
         for mn in (1, 3):
@@ -482,22 +481,16 @@ def test_a_scan_that_cannot_be_recorded_warns_once_and_runs_its_launches(monkeyp
     per geometry and the usual launches from then on: the same boxes."""
     import warnings
 
-    from portcv.backends.numpy import NumpyBackend
-    from portcv.detect import _mct_detector
-
     frames = _recording_frames()[:3]
     det = MCTDetector(MCTDetector.default().cascade)
     expected = [det.detect(f) for f in frames]
     tries = []
 
-    def record(self, fn, *inputs):
+    def record(fn, inputs):
         tries.append(1)
         raise RuntimeError("stream capture is not supported")
 
-    monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
-    monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
-    monkeypatch.setattr(NumpyBackend, "records_launches", True)
-    monkeypatch.setattr(NumpyBackend, "record", record)
+    _record_on_numpy(monkeypatch, record)
     det = MCTDetector(det.cascade)
     got = []
     with pytest.warns(RuntimeWarning, match="could not be recorded .*stream capture is not supported"):

@@ -215,6 +215,24 @@ def test_the_callers_arrays_are_not_changed():
     np.testing.assert_array_equal(kernel, k0)
 
 
+def test_a_kernel_changed_between_calls_is_read_again():
+    """The checked kernel is cached by its contents: a kernel edited in place after a call gives
+    the new kernel's sums (and a bad one its error) on the next call, not the cached ones."""
+    rng = np.random.default_rng(3)
+    video = rng.integers(0, 256, (5, 9, 9), dtype=np.uint8)
+    kernel = rng.integers(-3, 4, (3, 3, 3))
+    volume.convolve3d(video, kernel)
+    kernel[1, 1, 1] += 5
+    np.testing.assert_array_equal(portcv.to_numpy(volume.convolve3d(video, kernel)),
+                                  oracle.convolve3d(video, kernel, "reflect101", 0, "valid").astype(np.int32))
+    kernel[:] = 2**24  # now too large for the int32 sums
+    for _ in range(2):
+        with pytest.raises(ValueError, match="overflow the int32"):
+            volume.convolve3d(video, kernel)
+    taps, _ = _convolve3d.check_kernel(np.ones((3, 3, 3), int))
+    assert not taps.flags.writeable  # shared by the calls that use this kernel
+
+
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [

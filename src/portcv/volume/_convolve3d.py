@@ -61,9 +61,16 @@ FFT_BOUND_CONSTANT = 12.0
 COSTS = {"host": (2e-9, 1.5e-9), "device": (6e-14, 5e-13)}
 
 
+@functools.lru_cache(maxsize=None)
+def dtype_name(dtype: Any) -> str:
+    """``np.dtype(dtype).name``, cached: NumPy computes the name in Python (4 µs on a 2-core
+    host), and a GPU call's host work is what its time per frame waits for."""
+    return np.dtype(dtype).name
+
+
 def largest_sample(video_dtype: Any) -> int:
     """The largest magnitude a sample of ``video_dtype`` can have (255, 65535, 32768)."""
-    lo, hi = VIDEO_DTYPES[np.dtype(video_dtype).name]
+    lo, hi = VIDEO_DTYPES[dtype_name(video_dtype)]
     return max(abs(lo), abs(hi))
 
 
@@ -313,7 +320,7 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
     grid = (-(-w // (_CUDA_BLOCK[0] * xs)), -(-h // _CUDA_BLOCK[1]), planes * f_count * t_blocks)
     if grid[1] > 65535 or grid[2] > 65535:
         return NotImplemented
-    in_type = _CUDA_INPUT[np.dtype(video.dtype).name]
+    in_type = _CUDA_INPUT[dtype_name(video.dtype)]
     # Padded rows `pitch` elements apart, a multiple of 16 bytes: the pad kernel stores 16-byte
     # pieces (the allocation itself is 256-byte aligned), and the sums read their windows as
     # whole words, at most xs + 2 samples past wp (xs + 1 for uint8, xs - 1 for 16-bit samples).
@@ -329,7 +336,7 @@ def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: st
         (cupy.ascontiguousarray(video), padded, np.int32(planes * tp), np.int32(t), np.int32(h), np.int32(w),
          np.int32(tp), np.int32(hp), np.int32(wp), np.int32(pitch), np.int32(pad_t), np.int32(BORDER_CODE[border]),
          np.int32(border_value)))
-    as_float = _float32_exact_for(np.dtype(video.dtype).name, taps, shape)
+    as_float = _float32_exact_for(dtype_name(video.dtype), taps, shape)
     acc_type = "float" if as_float else "int"
     fn = cuda_function(__name__, f"portcv_convolve3d<{in_type},{acc_type},{kw},{xs}>")
     out = cupy.empty(lead + (f_count, t_out, h, w), dtype=cupy.int32)
@@ -393,7 +400,7 @@ def _cupy_fft_input(video: Any, g: _CupyGeometry, sizes: tuple, border: str, bor
     t2, h2, w2 = sizes
     out = cupy.empty((planes, t2, h2, w2), dtype=cupy.float64)
     rows = planes * t2 * h2
-    fn = cuda_function(__name__, f"portcv_convolve3d_to_fft<{_CUDA_INPUT[np.dtype(video.dtype).name]}>")
+    fn = cuda_function(__name__, f"portcv_convolve3d_to_fft<{_CUDA_INPUT[dtype_name(video.dtype)]}>")
     fn(*launch_1d(rows * 256),  # a block per row
        (cupy.ascontiguousarray(video), out, np.int64(rows), np.int32(t), np.int32(h), np.int32(w), np.int32(tp),
         np.int32(hp), np.int32(wp), np.int32(t2), np.int32(h2), np.int32(w2),
@@ -493,7 +500,7 @@ def _convolve3d_direct_jax(video: Any, *, taps: tuple, shape: tuple, border: str
     # k = 9) or XLA's float32 convolution, else the float64 FFT (same bits by its bound).
     padded = pad_video(backend().xp, video, shape[1:], border, border_value, time_mode)
     w4 = _taps_array(taps, shape)
-    if _float32_exact_for(np.dtype(padded.dtype).name, taps, shape):
+    if _float32_exact_for(dtype_name(padded.dtype), taps, shape):
         if not backend().runs_on_host and pallas_triton_usable():
             conv = pallas_conv3d(tuple(padded.shape), shape)
             if conv is not None:
@@ -621,16 +628,49 @@ def _jax_conv() -> Any:
 def check_video(video: Any, name: str = "video") -> Any:
     """A (..., T, H, W) uint8/uint16/int16 array on the active backend."""
     dtype = getattr(video, "dtype", None)
-    if dtype is not None and np.dtype(dtype).name not in VIDEO_DTYPES:
+    if dtype is not None and dtype_name(dtype) not in VIDEO_DTYPES:
         raise TypeError(f"{name} must have dtype uint8, uint16 or int16 (integer video), got {np.dtype(dtype)}")
-    want = np.dtype(dtype).name if dtype is not None else "uint8"
+    want = dtype_name(dtype) if dtype is not None else "uint8"
     return _validate.image(video, name, dtype=want, min_ndim=3)
 
 
 def check_kernel(kernel: Any, name: str = "kernel") -> tuple[np.ndarray, bool]:
     """Integer taps (kt, kh, kw) or a bank (F, kt, kh, kw), odd sides 1..31 -> (int64 (F, kt,
-    kh, kw) on the host, whether it was a bank)."""
+    kh, kw) on the host, read-only, whether it was a bank)."""
+    plan = kernel_plan(kernel, name)
+    return plan.taps, plan.bank
+
+
+class KernelPlan(NamedTuple):
+    """What a call needs to know of its kernel, worked out once per kernel (checks and all)."""
+
+    taps: np.ndarray  #: int64 (F, kt, kh, kw), read-only
+    bank: bool  #: given as (F, kt, kh, kw)
+    abs_sum: int  #: the largest sum|taps| of a kernel of the bank
+    correlation: Taps  #: the flipped taps as the static tuple the methods take
+
+
+#: Kernels up to this many bytes have their plan cached (keyed by their bytes); larger ones (a
+#: bank of many 31-cubes) are checked on every call, which their convolution dwarfs anyway.
+_PLAN_CACHE_BYTES = 1 << 20
+
+
+def kernel_plan(kernel: Any, name: str = "kernel") -> KernelPlan:
+    """:class:`KernelPlan` of ``kernel``, or a clear error. Cached by the kernel's bytes, dtype
+    and shape: the checks, ``sum|taps|`` and the flip cost 30 µs a call on a 2-core host, which
+    is a GPU call's time per frame in a batch."""
     arr = to_numpy(kernel)  # any backend's array, a NumPy array or nested lists: read on the host
+    if arr.dtype.kind in "iuf" and arr.nbytes <= _PLAN_CACHE_BYTES:
+        return _cached_plan(np.ascontiguousarray(arr).tobytes(), arr.dtype.str, arr.shape, name)
+    return _plan(arr, name)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_plan(raw: bytes, dtype: str, shape: tuple, name: str) -> KernelPlan:
+    return _plan(np.frombuffer(raw, dtype=dtype).reshape(shape), name)
+
+
+def _plan(arr: np.ndarray, name: str) -> KernelPlan:
     if arr.ndim not in (3, 4):
         raise ValueError(f"{name} must be a 3-D kernel (kt, kh, kw) or a bank (F, kt, kh, kw), got shape {arr.shape}")
     if 0 in arr.shape:
@@ -645,15 +685,17 @@ def check_kernel(kernel: Any, name: str = "kernel") -> tuple[np.ndarray, bool]:
         raise ValueError(f"{name} sides must be odd and at most {MAX_SIDE}, got {arr.shape[-3:]}")
     if np.abs(arr).max(initial=0) >= 2**31:
         raise ValueError(f"{name} taps must fit int32, got {np.abs(arr).max()}")
-    bank = arr.ndim == 4
-    return arr.astype(np.int64).reshape((-1,) + arr.shape[-3:]), bank
+    taps = arr.astype(np.int64).reshape((-1,) + arr.shape[-3:])
+    taps.flags.writeable = False
+    abs_sum = int(np.abs(taps.reshape(taps.shape[0], -1)).sum(axis=1).max())
+    return KernelPlan(taps, arr.ndim == 4, abs_sum, _correlation_taps(taps.tobytes(), taps.shape))
 
 
-def _check_accumulator(video_dtype: Any, taps: np.ndarray, rounding: int) -> None:
-    vmax, worst = largest_sample(video_dtype), worst_case_sum(video_dtype, taps)
-    if worst + rounding > 2**31 - 1:
+def _check_accumulator(video_dtype: Any, abs_sum: int, rounding: int) -> None:
+    vmax = largest_sample(video_dtype)
+    if abs_sum * vmax + rounding > 2**31 - 1:
         raise ValueError(
-            f"kernel: the worst-case sum over {np.dtype(video_dtype)} video (sum|kernel| = {worst // vmax} "
+            f"kernel: the worst-case sum over {np.dtype(video_dtype)} video (sum|kernel| = {abs_sum} "
             f"times {vmax}) would overflow the int32 accumulator; use smaller taps "
             "(quantize_kernel(kernel, bits=...) with fewer bits)"
         )
@@ -805,21 +847,22 @@ def convolve3d(
     True
     """
     vid = check_video(video)
-    taps, bank = check_kernel(kernel)
+    plan = kernel_plan(kernel)
+    taps = plan.taps
     shift = _validate.integer(shift, "shift", low=0, high=30)
     out_dtype = "int32" if out_dtype is None else _validate.choice(out_dtype, "out_dtype", tuple(OUT_DTYPES))
     border = _validate.choice(border, "border", BORDERS)
-    lo, hi = VIDEO_DTYPES[np.dtype(vid.dtype).name]
+    lo, hi = VIDEO_DTYPES[dtype_name(vid.dtype)]
     border_value = _validate.integer(border_value, "border_value", low=lo, high=hi)
     time_mode = _validate.choice(time_mode, "time_mode", TIME_MODES)
     method = _validate.choice(method, "method", METHODS)
-    _check_accumulator(vid.dtype, taps, (1 << (shift - 1)) if shift else 0)
+    _check_accumulator(vid.dtype, plan.abs_sum, (1 << (shift - 1)) if shift else 0)
     kt, kh, kw = taps.shape[1:]
     if time_mode == "valid" and vid.shape[-3] < kt:
         raise ValueError(f"video has {vid.shape[-3]} frames; time_mode='valid' needs at least kt = {kt} "
                          "(or use time_mode='same')")
     b = backend()
     chosen = choose_method(method, vid.dtype, padded_shape(tuple(vid.shape), (kt, kh, kw), time_mode), taps)
-    run = _pipeline(b, chosen, _correlation_taps(taps.tobytes(), taps.shape), taps.shape, border, border_value,
-                    time_mode, shift, out_dtype, bank)
+    run = _pipeline(b, chosen, plan.correlation, taps.shape, border, border_value, time_mode, shift, out_dtype,
+                    plan.bank)
     return run(vid)

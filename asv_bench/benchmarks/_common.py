@@ -117,18 +117,11 @@ def nbytes(array: Any) -> int:
     return int(array.size) * np.dtype(array.dtype).itemsize
 
 
-#: On a GPU the warm-up repeats the call for at least this many seconds: a GPU left idle while a
-#: setup works on the host clocks down (an H200 idles at 345 MHz), and three calls timed right
-#: after a single warm-up call ran 25-30 % slower than the same calls in a steady stream.
-GPU_WARMUP_S = 0.03
-
-
 class Operation:
     """``fn`` bound to its inputs on one backend and warmed up; ``op()`` runs it to completion.
 
-    The warm-up in the constructor (that is, in ``setup``) keeps JIT compilation (JAX) and
-    kernel compilation and loading (CuPy) out of the timed region, and on a GPU brings the clocks
-    up (:data:`GPU_WARMUP_S`).
+    The warm-up call in the constructor (that is, in ``setup``) keeps JIT compilation (JAX) and
+    kernel compilation and loading (CuPy) out of the timed region.
     """
 
     def __init__(self, backend: str, fn: Callable, *arrays: np.ndarray) -> None:
@@ -136,10 +129,6 @@ class Operation:
         self.fn = fn
         self.arrays = tuple(prepare(backend, a) for a in arrays)
         out = self()
-        if not require(backend).runs_on_host:
-            t0 = time.perf_counter()
-            while time.perf_counter() - t0 < GPU_WARMUP_S:
-                self()
         #: Compulsory memory traffic: every input byte read once, every output byte written once.
         self.traffic_bytes = sum(nbytes(a) for a in self.arrays) + nbytes(out)
 

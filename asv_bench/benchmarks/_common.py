@@ -165,6 +165,20 @@ class Operation:
         return round(self.traffic_bytes / seconds / 1e9, 3)
 
 
+@functools.lru_cache(maxsize=1)
+def gpu_timing() -> Any:
+    """``tools/timing.py`` (the repository's one definition of how GPU time is measured), imported
+    once per process from the checkout these benchmarks run in."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "timing.py"
+    spec = importlib.util.spec_from_file_location("portcv_tools_timing", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def not_supported(backend: str, what: str) -> None:
     """Skip a parameter combination that ``backend`` has no implementation for."""
     raise NotImplementedError(f"{backend!r} has no {what}")

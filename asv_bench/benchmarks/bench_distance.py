@@ -36,7 +36,7 @@ import numpy as np
 
 import portcv
 
-from ._common import BACKENDS, Benchmark, Operation, not_supported, require
+from ._common import BACKENDS, Benchmark, Operation, gpu_timing, not_supported, require
 
 SCIPY = "scipy"
 #: name -> (m, n, l)
@@ -165,7 +165,7 @@ class GpuTime(Benchmark):
         if backend != "cupy":
             not_supported(backend, "GPU time with CUDA events")
         self.op = operation(backend, size, call)[0]
-        self.device_ms = _timing().device_ms
+        self.device_ms = gpu_timing().device_ms
 
     def track_gpu_us_per_call(self, backend, size, call):
         with portcv.using("cupy"):
@@ -173,19 +173,6 @@ class GpuTime(Benchmark):
         return None if ms is None else round(1e3 * ms, 1)
 
     track_gpu_us_per_call.unit = "us"
-
-
-def _timing() -> Any:
-    """``tools/timing.py`` (the repository's one definition of how GPU time is measured), imported
-    from the checkout these benchmarks run in."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "tools" / "timing.py"
-    spec = importlib.util.spec_from_file_location("portcv_tools_timing", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class SpeedupOverScipy(Benchmark):

@@ -2,7 +2,7 @@
 // block dimensions first, then the kernel's own arguments. Built by test_kernels_on_host.py.
 #include "cuda_host.h"
 
-long long band[1 << 16];  // _zoom_cuda.cu's dynamic shared memory (at most 48 KiB is asked)
+long long zoom_shared[1 << 16];  // _zoom_cuda.cu's interpolation tiles (at most 48 KiB is asked)
 unsigned long long warp_slot[1024 / 32 + 1];  // _bilateral_cuda.cu's (the hole list)
 alignas(16) unsigned char c3_smem[48 * 1024];  // _convolve3d.cu's taps
 int pf_shared[48 * 1024 / 4];  // _zoom_cuda.cu's prefilter tiles

@@ -78,10 +78,11 @@ __device__ __forceinline__ long long prefilter_at(const int (&h)[PF_N + 1], cons
 // registers. rows and px are multiples of PF_RUN picked by the launcher, which gives
 // (rows + 2 PF_N) (4 px C + (px + 2 PF_N) C) bytes of dynamic shared memory. (Two launches
 // through a global int32 image, the W pass' stores 8-way strided, took 45 us of a 1080p frame
-// on the H100.)
+// on the H100.) The launch bounds hold it to 64 registers, 4 blocks an SM (80 without).
 constexpr int PT_THREADS = 256;
+constexpr int PF_LOADS = 4;
 
-__global__ void __launch_bounds__(PT_THREADS)
+__global__ void __launch_bounds__(PT_THREADS, 4)
 portcv_spline_prefilter_tiles(const unsigned char* __restrict__ in, const int* __restrict__ taps, long long planes,
                               int H, int W, int C, int rows, int px, int tiles_y, int* __restrict__ out) {
     extern __shared__ int pf_shared[];
@@ -93,15 +94,36 @@ portcv_spline_prefilter_tiles(const unsigned char* __restrict__ in, const int* _
     for (int k = 0; k <= PF_N; ++k) h[k] = taps[k];
     const int x0 = blockIdx.x * px;
     const long long wc = (long long)W * C;
+    const int step_r = PT_THREADS / raw_w, step_k = PT_THREADS - step_r * raw_w;  // byte i to byte i + PT_THREADS
     for (long long job = blockIdx.y; job < planes * tiles_y; job += gridDim.y) {  // (plane, tile row); uniform per block
         const long long b = job / tiles_y;
         const int y0 = (int)(job - b * tiles_y) * rows;
         const unsigned char* plane = in + b * H * wc;
         __syncthreads();  // the previous job's tile has been read
-        for (int i = threadIdx.x; i < band * raw_w; i += PT_THREADS) {
-            const int r = i / raw_w, k = i - r * raw_w, p = k / C;
-            const int y = remap(y0 - PF_N + r, H, REFLECT101), x = remap(x0 - PF_N + p, W, REFLECT101);
-            raw[i] = plane[y * wc + (long long)x * C + (k - p * C)];
+        // The input tile: PF_LOADS loads in flight per thread before any is stored, the (row,
+        // byte) of byte i stepped along instead of divided out of it. (A byte loaded and stored
+        // at a time, with two divisions each: 38.5 against 32.7 us of a 1080p frame on an H200;
+        // 8 or 16 loads in flight, or a warp per row, were no faster.)
+        int r = threadIdx.x / raw_w, k = threadIdx.x - r * raw_w;
+        for (int i0 = threadIdx.x; i0 < band * raw_w; i0 += PT_THREADS * PF_LOADS) {
+            unsigned char v[PF_LOADS];
+#pragma unroll
+            for (int u = 0; u < PF_LOADS; ++u) {
+                if (r < band) {
+                    const int p = C == 1 ? k : k / C;
+                    const int y = remap(y0 - PF_N + r, H, REFLECT101), x = remap(x0 - PF_N + p, W, REFLECT101);
+                    v[u] = __ldg(plane + y * wc + (long long)x * C + (k - p * C));
+                }
+                k += step_k;
+                r += step_r;
+                if (k >= raw_w) {
+                    k -= raw_w;
+                    ++r;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < PF_LOADS; ++u)
+                if (i0 + u * PT_THREADS < band * raw_w) raw[i0 + u * PT_THREADS] = v[u];
         }
         __syncthreads();
         const int runs_x = px / PF_RUN;
@@ -159,7 +181,13 @@ portcv_spline_zoom_tiles(const T* __restrict__ in, long long planes, int H, int 
                          unsigned long long sx_d, unsigned long long sx_m, int sx_s1, int sx_s2, long long half_sx,
                          int shift, long long half_div, long long top, int e, int narrow, unsigned long long q_d,
                          unsigned long long q_m, int q_s1, int q_s2, unsigned char* __restrict__ out) {
-    extern __shared__ long long band[];  // [n][ZOOM_TW]: the x pass of the band's rows
+    // Dynamic shared memory: the tile's y taps, [tile_rows][TAPS] offsets into the band and as
+    // many weights (read from here, each output row's taps were a global load per thread that the
+    // y pass waited for), then [n][ZOOM_TW], the x pass of the band's rows.
+    extern __shared__ long long zoom_shared[];
+    int* tap_at = reinterpret_cast<int*>(zoom_shared);
+    int* tap_w = tap_at + tile_rows * TAPS;
+    long long* band = zoom_shared + tile_rows * TAPS;
     const Divisor sx{sx_d, sx_m, sx_s1, sx_s2}, q64{q_d, q_m, q_s1, q_s2};
     const unsigned int q_m32 = (unsigned int)q_m;  // the 32-bit multiplier when narrow
     const int row_samples = dw * C;
@@ -185,6 +213,10 @@ portcv_spline_zoom_tiles(const T* __restrict__ in, long long planes, int H, int 
         const int oy0 = tile * tile_rows, oy1 = min(oy0 + tile_rows, dh);
         const T* plane = in + b * H * W * C;
         __syncthreads();  // the previous tile's band has been read
+        for (int i = ty * ZOOM_TX + tx; i < (oy1 - oy0) * TAPS; i += ZOOM_TX * ZOOM_TY) {
+            tap_at[i] = (yi[oy0 * TAPS + i] - lo) * ZOOM_TW;
+            tap_w[i] = yw[oy0 * TAPS + i];
+        }
         for (int r = ty; r < n; r += ZOOM_TY) {
             const T* src = plane + (long long)(lo + r) * W * C;
 #pragma unroll
@@ -204,8 +236,8 @@ portcv_spline_zoom_tiles(const T* __restrict__ in, long long planes, int H, int 
             int at[TAPS], wy[TAPS];
 #pragma unroll
             for (int k = 0; k < TAPS; ++k) {
-                at[k] = (yi[oy * TAPS + k] - lo) * ZOOM_TW + tx;
-                wy[k] = yw[oy * TAPS + k];
+                at[k] = tap_at[(oy - oy0) * TAPS + k] + tx;
+                wy[k] = tap_w[(oy - oy0) * TAPS + k];
             }
 #pragma unroll
             for (int j = 0; j < ZOOM_CPT; ++j) {

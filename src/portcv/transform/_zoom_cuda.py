@@ -24,9 +24,9 @@ from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilt
 #: Output samples per interpolation tile row, threads across and down it (_zoom_cuda.cu's ZOOM_TW,
 #: ZOOM_TX, ZOOM_TY).
 TILE_WIDTH, TILE_THREADS_ACROSS, TILE_THREADS_DOWN = 128, 64, 4
-#: Source rows of one tile's x pass in shared memory (int64 each: 48 KiB, the most a block gets
-#: without opting in).
-MAX_BAND_ROWS = 48
+#: Source rows of one tile's x pass in shared memory (int64 each; with the tile's y taps, at most
+#: 64 rows x 4 taps x 8 bytes, 48 KiB: the most a block gets without opting in).
+MAX_BAND_ROWS = 46
 #: Taps of the prefilter beyond the centre, fixed in _zoom_cuda.cu (PF_N).
 PREFILTER_REACH = 13
 
@@ -145,6 +145,12 @@ def _prefilter_tile(planes: int, h: int, w: int, channels: int) -> tuple[int, in
     return fitting[-1] if fitting else None
 
 
+def zoom_shared_bytes(band_rows: int, tile_rows: int, taps: int) -> int:
+    """The interpolation tile's shared memory: its y taps (an int32 offset and weight each) and
+    ``band_rows`` int64 x-pass sums per tile column."""
+    return tile_rows * taps * 8 + band_rows * TILE_WIDTH * 8
+
+
 @spline_zoom_kernel.override("cupy", supports="uint8 pixels and int32 Q16 coefficients")
 def _spline_zoom_cupy(coef: Any, *, order: int, size: tuple[int, int], has_channels: bool, frac_bits: int) -> Any:
     import cupy
@@ -178,5 +184,5 @@ def _spline_zoom_cupy(coef: Any, *, order: int, size: tuple[int, int], has_chann
        (x, np.int64(planes), np.int32(h), np.int32(w), np.int32(c), np.int32(dh), np.int32(dw), xi, xw, yi, yw,
         bands, np.int32(tile_rows), np.int32(tiles), *divisor_args(tx.total), np.int64(tx.total // 2),
         np.int32(shift), *final_division_args(divisor), out),
-       shared_mem=band_rows * TILE_WIDTH * 8)
+       shared_mem=zoom_shared_bytes(band_rows, tile_rows, taps))
     return out

@@ -579,6 +579,12 @@ class MCTDetector:
                         live.remove(i)
         return hits
 
+    @classmethod
+    def _finish(cls, step: Any) -> Any:
+        """The result of one generator of :meth:`_scan_group`, run to its end in the current
+        device scope."""
+        return cls._lockstep([step], [contextlib.nullcontext])[0]
+
     def _recorded_scan(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, group: tuple) -> Any:
         """:meth:`_scan_group`'s result for one device that groups on it and records launches
         (CuPy): the frame's fifteen or so launches (pyramid, codes, segments, compactions, the
@@ -599,8 +605,7 @@ class MCTDetector:
                     geo._device[old] = False  # recorded again if asked for again
                 geo._device[key] = rec
         if rec is None or rec is _UNRECORDABLE:
-            return self._lockstep([self._scan_group(b, gray, geo, split, several=False, group=group)],
-                                  [contextlib.nullcontext])[0]
+            return self._finish(self._scan_group(b, gray, geo, split, several=False, group=group))
         with rec.lock:  # the outputs are read before another thread's replay rewrites them
             plan, count, grouped = rec.replay(gray)
             boxes = self._read_group(grouped)
@@ -612,9 +617,8 @@ class MCTDetector:
         launches then run one by one: the same bits)."""
         frame = b.xp.empty(tuple(gray.shape), dtype=b.xp.uint8)
         try:
-            return b.record(lambda: self._lockstep([self._scan_group(b, frame, geo, split, several=False, group=group,
-                                                                     launch_only=True)],
-                                                   [contextlib.nullcontext])[0], frame)
+            return b.record(lambda: self._finish(self._scan_group(b, frame, geo, split, several=False, group=group,
+                                                                  launch_only=True)), frame)
         except Exception as exc:  # a driver or device that cannot capture graphs
             warnings.warn(f"portcv: the MCT scan could not be recorded ({type(exc).__name__}: {exc}); "
                           "it runs its launches one by one", RuntimeWarning, stacklevel=2)

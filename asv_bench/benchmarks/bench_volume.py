@@ -158,7 +158,6 @@ class Convolve3DBatch(Benchmark):
     track_convolve3d_us_per_clip.unit = "us"
 
 
-
 class Convolve3DGpuTime(Benchmark):
     """Microseconds of GPU time per clip of :class:`Convolve3DBatch`'s calls (16 clips a call) on
     CuPy, the host's dispatch hidden (``tools/timing.py``'s ``device_ms``: a spinning kernel
@@ -185,6 +184,7 @@ class Convolve3DGpuTime(Benchmark):
         return None if ms is None else round(1e3 * ms / BATCH, 1)
 
     track_gpu_us_per_clip.unit = "us"
+
 
 class Convolver3DPush(Benchmark):
     """Live video: ``Convolver3D.push`` of one 720x560 frame through a 9-cube (one output frame)."""

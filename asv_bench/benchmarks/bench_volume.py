@@ -159,26 +159,29 @@ class Convolve3DBatch(Benchmark):
 
 
 class Convolve3DGpuTime(Benchmark):
-    """Microseconds of GPU time per clip of :class:`Convolve3DBatch`'s calls (16 clips a call) on
-    CuPy, the host's dispatch hidden (``tools/timing.py``'s ``device_ms``: a spinning kernel
-    holds the GPU while 10 calls are queued behind it, CUDA events around them): the per-frame
-    time in batches by which GPU backends are judged, without the host's 70-110 µs per call and
-    the clock changes that three synchronized calls after a setup also measure. CuPy only (n/a
-    elsewhere)."""
+    """Microseconds of GPU time per clip of :class:`Convolve3DBatch`'s calls (16 clips a call),
+    the per-frame time in batches by which GPU backends are judged, without the host's dispatch
+    and the clock changes that three synchronized calls after a setup also measure
+    (``tools/timing.py``). CuPy: ``device_ms`` (a spinning kernel holds the GPU while 10 calls are
+    queued behind it, CUDA events around them). JAX: ``Operation.queued_s`` (10 calls queued back
+    to back, one wait at the end; a call's 80-140 µs of dispatch hides behind the GPU's
+    300-3000 µs). n/a on the host."""
 
     params = [BACKENDS, METHODS, [5, 9, 15]]
     param_names = ["backend", "method", "k"]
     timeout = 600
 
     def setup(self, backend, method, k):
-        if backend != "cupy":
-            not_supported(backend, "GPU time with CUDA events")
+        if backend not in ("cupy", "jax") or _on_host(backend):
+            not_supported(backend, "GPU time")
         kernel = _article_kernel(k)
         self.op = Operation(backend, lambda v: portcv.volume.convolve3d(v, kernel, method=method),
                             np.stack([_article_clip(k)] * BATCH))
-        self.device_ms = gpu_timing().device_ms
+        self.device_ms = gpu_timing().device_ms if backend == "cupy" else None
 
     def track_gpu_us_per_clip(self, backend, method, k):
+        if self.device_ms is None:
+            return round(1e6 * self.op.queued_s(calls=10, rounds=3) / BATCH, 1)
         with portcv.using("cupy"):
             ms = self.device_ms(lambda: self.op.fn(*self.op.arrays), calls=10, rounds=3)
         return None if ms is None else round(1e3 * ms / BATCH, 1)

@@ -514,10 +514,10 @@ def _convolve3d_direct_jax(video: Any, *, taps: tuple, shape: tuple, border: str
 
 #: Pallas convolution: a program makes `frames` output frames of a `rows` x `cols` tile (powers of
 #: two, as Triton's blocks must be) with `warps` warps, chosen by the kernel's width: the first
-#: entry whose kw bound is at least kw. From an H200 sweep of the article's clips in batches of 16
-#: (k = 5: 4 x 16 x 128 with 8 warps 41.7 µs a clip, some other shapes over 140; k = 7:
-#: 4 x 8 x 128 118.7; k = 9: 4 x 4 x 128 225.4; the whole call with them: docs/volume.md).
-PALLAS_TILES = ((5, (4, 16, 128, 8)), (7, (4, 8, 128, 4)), (31, (4, 4, 128, 4)))
+#: entry whose kw bound is at least kw. From an H200 sweep of the article's clips in batches of 16,
+#: GPU time a clip (k = 5: 4 x 16 x 128 with 8 warps 32.7 µs, other shapes 33-40; k = 7:
+#: 4 x 4 x 128 with 8 warps 94.3, others 95-121; k = 9: the same 198.7, others 197-226).
+PALLAS_TILES = ((5, (4, 16, 128, 8)), (31, (4, 4, 128, 8)))
 
 
 def pallas_tile(kw: int) -> tuple[int, int, int, int]:
@@ -542,8 +542,8 @@ def pallas_conv3d(shape: tuple, kernel_shape: tuple, interpret: bool = False) ->
     the caller checked that every partial sum is an integer below 2**24, so every product and
     add is exact in any order) and walks the input frames they need: each shifted input tile,
     loaded once, feeds every output frame whose time tap reaches it (the CUDA kernel's
-    streaming). The input is zero-padded so that every program's loads stay inside it; the
-    output is cut back to (T, H, W).
+    streaming). Masked loads and stores keep the tiles that overhang the volume inside it, so
+    the padded video is read as it is and the output written at its size, with no copies.
     """
     import jax
     import jax.numpy as jnp
@@ -564,37 +564,61 @@ def pallas_conv3d(shape: tuple, kernel_shape: tuple, interpret: bool = False) ->
         return None
     if (tf + kt - 1) * kw > PALLAS_MAX_LOADS:
         return None
-    # Frames, rows and columns every program's loads may reach.
-    tp_all, hp_all, wp_all = t_blocks * tf + kt - 1, y_blocks * bh + kh - 1, x_blocks * bw + kw - 1
+    # Where the tiles overhang the volume, masks keep loads and stores inside it (masked-out
+    # samples read as 0 and feed only outputs that are not stored): no padded copy of the input,
+    # no cut copy of the output. Each axis gets a mask only where its tiles overhang.
+    rows_overhang, cols_overhang = y_blocks * bh + kh - 1 > hp, x_blocks * bw + kw - 1 > wp
+    frames_overhang = t_blocks * tf > t_out
 
     def program(x_ref: Any, k_ref: Any, o_ref: Any) -> None:
         tile, tb, pf = pl.program_id(0), pl.program_id(1), pl.program_id(2)
         plane, f = pf // f_count, pf % f_count
         t0, y0, x0 = tb * tf, (tile // x_blocks) * bh, (tile % x_blocks) * bw
+        rows = jnp.arange(bh)[:, None]
+        cols = jnp.arange(bw)[None, :]
+
+        def inside(y: Any, x: Any, y_size: int, x_size: int, rows_masked: bool, cols_masked: bool) -> Any:
+            mask = None
+            if rows_masked:
+                mask = rows + y < y_size
+            if cols_masked:
+                col_mask = cols + x < x_size
+                mask = col_mask if mask is None else mask & col_mask
+            return mask
 
         def row_tap(n: Any, acc: tuple) -> tuple:
             acc = list(acc)
             for tt in range(tf + kt - 1):  # input frame t0 + tt
+                frame = t0 + tt
+                if frames_overhang:
+                    frame = jnp.minimum(frame, tp - 1)  # frames past the end feed only uncut outputs
                 for m in range(kw):
-                    window = x_ref[plane, t0 + tt, pl.ds(y0 + n, bh), pl.ds(x0 + m, bw)].astype(jnp.float32)
+                    mask = inside(y0 + n, x0 + m, hp, wp, rows_overhang, cols_overhang)
+                    window = plgpu.load(x_ref.at[plane, frame, pl.ds(y0 + n, bh), pl.ds(x0 + m, bw)], mask=mask,
+                                        other=0 if mask is not None else None).astype(jnp.float32)
                     for j in range(max(0, tt - kt + 1), min(tf, tt + 1)):  # output frames reaching it
                         acc[j] = acc[j] + k_ref[f, tt - j, n, m] * window
             return tuple(acc)
 
         zeros = tuple(jnp.zeros((bh, bw), jnp.float32) for _ in range(tf))
         acc = jax.lax.fori_loop(0, kh, row_tap, zeros)
+        store_mask = inside(y0, x0, h, w, y_blocks * bh > h, x_blocks * bw > w)
         for j in range(tf):
-            o_ref[plane, f, t0 + j, pl.ds(y0, bh), pl.ds(x0, bw)] = acc[j].astype(jnp.int32)
+            def store(j: int = j) -> None:
+                plgpu.store(o_ref.at[plane, f, t0 + j, pl.ds(y0, bh), pl.ds(x0, bw)], acc[j].astype(jnp.int32),
+                            mask=store_mask)
+            if frames_overhang and j:
+                pl.when(t0 + j < t_out)(store)
+            else:
+                store()
 
     call = pl.pallas_call(
         program, grid=grid, interpret=interpret,
-        out_shape=jax.ShapeDtypeStruct((planes, f_count, t_blocks * tf, y_blocks * bh, x_blocks * bw), jnp.int32),
+        out_shape=jax.ShapeDtypeStruct((planes, f_count, t_out, h, w), jnp.int32),
         compiler_params=plgpu.CompilerParams(num_warps=warps, num_stages=1))
 
     def run(padded: Any, taps: Any) -> Any:
-        x = jnp.reshape(padded, (planes, tp, hp, wp))
-        x = jnp.pad(x, ((0, 0), (0, tp_all - tp), (0, hp_all - hp), (0, wp_all - wp)))
-        y = call(x, jnp.asarray(taps, jnp.float32))[:, :, :t_out, :h, :w]
+        y = call(jnp.reshape(padded, (planes, tp, hp, wp)), jnp.asarray(taps, jnp.float32))
         return jnp.reshape(y, lead + (f_count, t_out, h, w))
 
     return jit(run)

@@ -179,6 +179,23 @@ def test_auto_picks_by_the_cost_model():
         assert _convolve3d.choose_method("auto", np.uint8, paper, big) == "hybrid"
 
 
+@pytest.mark.parametrize("name, hybrid_from", [("cupy", 15), ("jax", 9)])
+def test_auto_uses_the_gpu_backends_own_costs(name, hybrid_from, monkeypatch):
+    """On a GPU, each backend's direct kernel has its own cost per multiply-add (JAX's Pallas
+    kernel is about 3x CuPy's CUDA one, their FFTs alike): at the article's size hybrid takes
+    over from k = 15 on CuPy and from k = 9 on JAX. Only the backend's name and place are read,
+    so this runs without a GPU."""
+    class OnGpu:
+        runs_on_host = False
+
+    gpu = OnGpu()
+    gpu.name = name
+    monkeypatch.setattr(_convolve3d, "backend", lambda: gpu)
+    for k in (5, 7, 9, 11, 13, 15):
+        chosen = _convolve3d.choose_method("auto", np.uint8, (k + 3, 559 + k, 719 + k), np.ones((k, k, k), np.int64))
+        assert chosen == ("hybrid" if k >= hybrid_from else "direct"), k
+
+
 def test_a_bank_stacks_its_kernels_before_time():
     rng = np.random.default_rng(5)
     video = rng.integers(0, 256, (2, 6, 11, 13), dtype=np.uint8)

@@ -54,11 +54,12 @@ FFT_BOUND_CONSTANT = 12.0
 #: seconds per multiply-add of ``direct`` and seconds per ``N log2 N`` unit of the FFT side,
 #: which is ``hybrid`` everywhere. On the host (NumPy, 2 cores): direct ~2 ns per MAC, the float64 3-D FFT
 #: ~1.5 ns per unit and the hybrid method faster still (paper size, k = 15: direct ~20 s, 3-D FFT
-#: 0.30 s, hybrid 0.18 s). On a GPU (H200, CuPy, 16 clips a call, tools/volume_timing.py): the
-#: CUDA direct kernel ~0.06 ps per MAC (k = 15: 335 µs a clip) and the hybrid method ~0.5 ps per
-#: unit (k = 5, 9, 15: 126, 150, 264 µs a clip; the 3-D FFT 197-425), so the hybrid method wins
-#: from about k = 15.
-COSTS = {"host": (2e-9, 1.5e-9), "device": (6e-14, 5e-13)}
+#: 0.30 s, hybrid 0.18 s). On a GPU (H200, 16 clips a call, GPU time; asv Convolve3DGpuTime):
+#: CuPy's CUDA direct kernel ~0.06 ps per MAC (k = 15: 334 µs a clip) and its hybrid method
+#: ~0.5 ps per unit (k = 5, 9, 15: 122, 144, 258 µs a clip), so hybrid wins from about k = 15;
+#: JAX's Pallas direct kernel ~0.18 ps per MAC (k = 5, 9: 38, 207) and its hybrid method ~0.58
+#: ps per unit (126, 179, 329), so there hybrid wins from k = 9. Other GPU backends: CuPy's.
+COSTS = {"host": (2e-9, 1.5e-9), "cupy": (6e-14, 5e-13), "jax": (1.8e-13, 5.8e-13)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -174,7 +175,8 @@ def choose_method(method: str, video_dtype: Any, padded_shape: tuple[int, ...], 
         return method if _fft_error_bound(video_dtype, padded_shape, taps, method) < FFT_BOUND_LIMIT else "direct"
     # auto: direct costs one multiply-add per nonzero tap and output; the 3-D FFT ~ N log2 N per
     # transform, three transforms (video, kernel, inverse) per kernel of the bank.
-    per_mac, per_unit = COSTS["host" if backend().runs_on_host else "device"]
+    b = backend()
+    per_mac, per_unit = COSTS["host" if b.runs_on_host else b.name if b.name in COSTS else "cupy"]
     f, kt, kh, kw = taps.shape
     outputs = (padded_shape[-3] - kt + 1) * (padded_shape[-2] - kh + 1) * (padded_shape[-1] - kw + 1)
     direct = per_mac * outputs * int(np.count_nonzero(taps))

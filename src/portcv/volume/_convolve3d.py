@@ -75,10 +75,15 @@ def largest_sample(video_dtype: Any) -> int:
     return max(abs(lo), abs(hi))
 
 
+def _abs_sum(taps: np.ndarray) -> int:
+    """The largest ``sum|taps|`` of a kernel of the bank ``taps`` (F, kt, kh, kw)."""
+    return int(np.abs(taps.reshape(taps.shape[0], -1)).sum(axis=1).max())
+
+
 def worst_case_sum(video_dtype: Any, taps: np.ndarray) -> int:
     """The largest magnitude any partial sum of the direct method can reach: the largest
     ``sum|taps|`` of a kernel of the bank ``taps`` (F, kt, kh, kw) times the largest sample."""
-    return int(np.abs(taps.reshape(taps.shape[0], -1)).sum(axis=1).max()) * largest_sample(video_dtype)
+    return _abs_sum(taps) * largest_sample(video_dtype)
 
 
 def _smooth7(n: int) -> int:
@@ -713,8 +718,7 @@ def _plan(arr: np.ndarray, name: str) -> KernelPlan:
         raise ValueError(f"{name} taps must fit int32, got {np.abs(arr).max()}")
     taps = arr.astype(np.int64).reshape((-1,) + arr.shape[-3:])
     taps.flags.writeable = False
-    abs_sum = int(np.abs(taps.reshape(taps.shape[0], -1)).sum(axis=1).max())
-    return KernelPlan(taps, arr.ndim == 4, abs_sum, _correlation_taps(taps.tobytes(), taps.shape))
+    return KernelPlan(taps, arr.ndim == 4, _abs_sum(taps), _correlation_taps(taps))
 
 
 def _check_accumulator(video_dtype: Any, abs_sum: int, rounding: int) -> None:
@@ -741,12 +745,10 @@ class Taps(tuple):
         return self._hash
 
 
-@functools.lru_cache(maxsize=64)
-def _correlation_taps(taps: bytes, shape: tuple) -> Taps:
+def _correlation_taps(taps: np.ndarray) -> Taps:
     """The kernel flipped on its three axes (eq. (1) is a convolution; the methods correlate) as
-    the static tuple the kernels take; cached, since a k = 15 kernel has 3,375 taps to convert."""
-    flipped = np.frombuffer(taps, dtype=np.int64).reshape(shape)[:, ::-1, ::-1, ::-1]
-    return Taps(int(t) for t in flipped.ravel())
+    the static tuple the kernels take (once per kernel: :func:`kernel_plan` is cached)."""
+    return Taps(int(t) for t in taps[:, ::-1, ::-1, ::-1].ravel())
 
 
 def padded_shape(video_shape: tuple[int, ...], kernel_shape: tuple[int, int, int], time_mode: str) -> tuple[int, ...]:

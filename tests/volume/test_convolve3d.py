@@ -250,6 +250,13 @@ def test_a_kernel_changed_between_calls_is_read_again():
     assert not taps.flags.writeable  # shared by the calls that use this kernel
 
 
+def test_a_bank_of_large_kernels_is_planned_once():
+    """A bank of 40 15-cubes (1 MB) is checked and flipped once, not on every call (its flip into
+    the static taps takes tens of ms): an equal bank gets the same plan back."""
+    bank = np.ones((40, 15, 15, 15), np.int64)
+    assert _convolve3d.kernel_plan(bank) is _convolve3d.kernel_plan(bank.copy())
+
+
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [

@@ -681,9 +681,10 @@ class KernelPlan(NamedTuple):
     correlation: Taps  #: the flipped taps as the static tuple the methods take
 
 
-#: Kernels up to this many bytes have their plan cached (keyed by their bytes); larger ones (a
-#: bank of many 31-cubes) are checked on every call, which their convolution dwarfs anyway.
-_PLAN_CACHE_BYTES = 1 << 20
+#: Kernels up to this many bytes have their plan cached (keyed by their bytes): banks too, whose
+#: flip into Python ints costs most (40 15-cubes, 1 MB: 20 ms a call uncached, 0.5 ms to hash
+#: the bytes). Larger ones (over 35 31-cubes of int64) are checked on every call.
+_PLAN_CACHE_BYTES = 8 << 20
 
 
 def kernel_plan(kernel: Any, name: str = "kernel") -> KernelPlan:

@@ -106,10 +106,10 @@ def device_ms(fn, calls=50, rounds=3):
 def jax_queue_ms(fn, repeat=100, warmup=5, rounds=5):
     """Time per call of ``repeat`` back-to-back calls, waited for once at the end (JAX dispatches
     asynchronously): the same quantity as :func:`gpu_time_ms`'s first value, so CuPy and JAX
-    compare like with like. The median of ``rounds``. Only the last call's output is kept (the
-    calls run in order on the device): holding all 20 outputs of a batched convolve3d (103 MB
-    each) made JAX's allocator grow, and the calls timed 337.5 µs a clip against 67.7 waited for
-    one by one (H200)."""
+    compare like with like. The median of ``rounds``. Only the last call's output is kept (one
+    device runs the calls in order; not so for outputs spread over several devices): holding
+    all 20 outputs of a batched convolve3d (103 MB each) made JAX's allocator grow, and the calls
+    timed 337.5 µs a clip against 67.7 waited for one by one (H200)."""
     import jax
 
     for _ in range(warmup):

@@ -349,6 +349,29 @@ def test_pallas_conv3d_equals_the_valid_sums_in_interpret_mode(video, kernel):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("lead, t_out, h, w, k", [
+    ((), 4, 16, 128, 3),       # no tile overhangs: no masks at all
+    ((2,), 4, 20, 128, 3),     # rows only
+    ((), 5, 16, 128, 5),       # frames only
+    ((3,), 6, 17, 129, 5),     # every axis
+])
+def test_pallas_conv3d_masks_only_the_axes_whose_tiles_overhang(lead, t_out, h, w, k):
+    """The Pallas kernel's masked loads and stores, axis by axis, in Pallas' interpreter: each
+    combination of overhanging frames, rows and columns gives the exact 'valid' sums."""
+    pytest.importorskip("jax")
+    pytest.importorskip("jax.experimental.pallas.triton")
+    rng = np.random.default_rng(k + t_out + h + w)
+    video = rng.integers(0, 256, lead + (t_out + k - 1, h + k - 1, w + k - 1), dtype=np.uint8)
+    bank = rng.integers(-3, 4, (1, k, k, k))
+    got = np.asarray(_convolve3d.pallas_conv3d(video.shape, bank.shape, interpret=True)(video, bank.astype(np.float32)))
+    want = np.zeros(lead + (1, t_out, h, w), np.int64)
+    for l in range(k):
+        for n in range(k):
+            for m in range(k):
+                want[..., 0, :, :, :] += int(bank[0, l, n, m]) * video[..., l:l + t_out, n:n + h, m:m + w].astype(np.int64)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_pallas_conv3d_is_declined_where_it_would_not_pay():
     """No Pallas program for kernels whose unrolled loads would take minutes to compile: XLA's
     convolution runs instead."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import numpy as np
@@ -185,11 +186,7 @@ def test_auto_uses_the_gpu_backends_own_costs(name, hybrid_from, monkeypatch):
     kernel is about 3x CuPy's CUDA one, their FFTs alike): at the article's size hybrid takes
     over from k = 15 on CuPy and from k = 9 on JAX. Only the backend's name and place are read,
     so this runs without a GPU."""
-    class OnGpu:
-        runs_on_host = False
-
-    gpu = OnGpu()
-    gpu.name = name
+    gpu = types.SimpleNamespace(name=name, runs_on_host=False)
     monkeypatch.setattr(_convolve3d, "backend", lambda: gpu)
     for k in (5, 7, 9, 11, 13, 15):
         chosen = _convolve3d.choose_method("auto", np.uint8, (k + 3, 559 + k, 719 + k), np.ones((k, k, k), np.int64))
@@ -337,16 +334,22 @@ def test_pallas_conv3d_equals_the_valid_sums_in_interpret_mode(video, kernel):
     assume(_convolve3d._float32_exact_for(video.dtype.name, taps, shape))
     conv = _convolve3d.pallas_conv3d(video.shape, shape, interpret=True)
     got = np.asarray(conv(video, bank.astype(np.float32)))
-    (kt, kh, kw), (tp, hp, wp) = shape[1:], video.shape[-3:]
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, _valid_sums(video, bank))
+
+
+def _valid_sums(padded: np.ndarray, bank: np.ndarray) -> np.ndarray:
+    """The 'valid' correlation sums of a padded volume (..., Tp, Hp, Wp) with a bank (F, kt, kh,
+    kw), one shifted slice per tap in int64: what the Pallas kernel must return."""
+    (kt, kh, kw), (tp, hp, wp) = bank.shape[1:], padded.shape[-3:]
     t_out, h, w = tp - kt + 1, hp - kh + 1, wp - kw + 1
-    want = np.zeros(video.shape[:-3] + (shape[0], t_out, h, w), np.int64)
-    for f in range(shape[0]):
+    want = np.zeros(padded.shape[:-3] + (bank.shape[0], t_out, h, w), np.int64)
+    for f in range(bank.shape[0]):
         for l in range(kt):
             for n in range(kh):
                 for m in range(kw):
-                    want[..., f, :, :, :] += int(bank[f, l, n, m]) * video[..., l:l + t_out, n:n + h, m:m + w].astype(np.int64)
-    assert got.dtype == np.int32
-    np.testing.assert_array_equal(got, want)
+                    want[..., f, :, :, :] += int(bank[f, l, n, m]) * padded[..., l:l + t_out, n:n + h, m:m + w].astype(np.int64)
+    return want
 
 
 @pytest.mark.parametrize("lead, t_out, h, w, k", [
@@ -364,12 +367,7 @@ def test_pallas_conv3d_masks_only_the_axes_whose_tiles_overhang(lead, t_out, h, 
     video = rng.integers(0, 256, lead + (t_out + k - 1, h + k - 1, w + k - 1), dtype=np.uint8)
     bank = rng.integers(-3, 4, (1, k, k, k))
     got = np.asarray(_convolve3d.pallas_conv3d(video.shape, bank.shape, interpret=True)(video, bank.astype(np.float32)))
-    want = np.zeros(lead + (1, t_out, h, w), np.int64)
-    for l in range(k):
-        for n in range(k):
-            for m in range(k):
-                want[..., 0, :, :, :] += int(bank[0, l, n, m]) * video[..., l:l + t_out, n:n + h, m:m + w].astype(np.int64)
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, _valid_sums(video, bank))
 
 
 def test_pallas_conv3d_is_declined_where_it_would_not_pay():

@@ -152,10 +152,45 @@ def test_pallas_zoom_equals_the_portable_code_in_interpret_mode(data, order, coe
     has_channels = axis == -1
     coef = _zoom.spline_prefilter_kernel.portable(np, img, has_channels=has_channels) if coefficients else img
     params = dict(order=order, size=(dh, dw), has_channels=has_channels, frac_bits=16 if coefficients else 0)
+    want = _zoom.spline_zoom_kernel.portable(np, coef, **params)
     run = _zoom_pallas.pallas_zoom(coef.shape, coef.dtype.name, **params, interpret=True)
     with portcv.using("jax") as b:
         got = run(b.xp.asarray(coef))
-    assert_same_bits(_zoom.spline_zoom_kernel.portable(np, coef, **params), got)
+    assert_same_bits(want, got)
+
+
+@given(data=images(max_h=40, max_w=90))
+@settings(max_examples=10, deadline=None)
+def test_pallas_prefilter_equals_the_portable_code_in_interpret_mode(data):
+    """The JAX backend's GPU prefilter (two Pallas kernels), run by Pallas' interpreter on the CPU:
+    the portable version's bits for any size (narrower than the taps' reach too: mirrored more
+    than once; tiles overhanging the last rows and columns), channels and batches."""
+    pytest.importorskip("jax")
+    pytest.importorskip("jax.experimental.pallas.triton")
+    from portcv.transform import _zoom, _zoom_pallas
+
+    img, axis = data
+    has_channels = axis == -1
+    want = _zoom.spline_prefilter_kernel.portable(np, img, has_channels=has_channels)
+    run = _zoom_pallas.pallas_prefilter(img.shape, has_channels=has_channels, interpret=True)
+    with portcv.using("jax") as b:
+        got = run(b.xp.asarray(img))
+    assert_same_bits(want, got)
+
+
+def test_pallas_prefilter_extremes_in_interpret_mode():
+    """Alternating 0 / 255 (the largest sums of either sign) and a white frame, against the
+    portable version."""
+    pytest.importorskip("jax")
+    pytest.importorskip("jax.experimental.pallas.triton")
+    from portcv.transform import _zoom, _zoom_pallas
+
+    checker = ((np.indices((37, 70)).sum(axis=0) % 2) * 255).astype(np.uint8)
+    for img in (checker, 255 - checker, np.full((20, 30), 255, np.uint8)):
+        want = _zoom.spline_prefilter_kernel.portable(np, img, has_channels=False)
+        run = _zoom_pallas.pallas_prefilter(img.shape, has_channels=False, interpret=True)
+        with portcv.using("jax") as b:
+            assert_same_bits(want, run(b.xp.asarray(img)))
 
 
 @pytest.mark.filterwarnings("ignore:Explicitly requested dtype")

@@ -1,12 +1,12 @@
-"""JAX override of the B-spline zoom's interpolation (``spline_zoom``): on a GPU a Pallas (Triton)
-kernel, elsewhere the portable version.
+"""JAX overrides of the B-spline zoom's kernels (``spline_prefilter``, ``spline_zoom``): on a GPU
+Pallas (Triton) kernels, elsewhere the portable versions.
 
-The portable interpolation gathers every tap of each pass as a whole array (8 gathers and their
-products for a cubic zoom), 70 µs a QCIF frame x7 in a batch of 64 on an H200. Here a program
-makes one tile of output samples: per output it gathers the 4 x 4 coefficients its taps read and
-sums them with the portable version's integer weights (the W pass per source row, rounded where
-the weights are, then the H pass), one rounding at the end: the same integer sums, so the same
-bits. ``_zoom.py`` imports this module at its end, which registers the override.
+Under XLA the portable code is a whole-array slice or gather, product and sum per tap and pass
+(the interpolation took 70 µs a QCIF frame x7 in a batch of 64 on an H200, the prefilter 1.6).
+Here each pass of each stage is one Pallas kernel, a program per tile of one plane, that reads
+its taps' samples through host-built index tables (mirrored borders included) and sums them
+with the portable version's integer weights and roundings: the same integer sums, so the same
+bits. ``_zoom.py`` imports this module at its end, which registers the overrides.
 """
 
 from __future__ import annotations
@@ -18,16 +18,11 @@ import numpy as np
 
 from ..backends import backend
 from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
-from ._zoom import COEFFICIENT_BITS, spline_axis, spline_zoom_kernel
-
-#: A program's output tile: rows x columns (powers of two, as Triton's blocks must be) and warps.
-#: H200, µs a frame of the interpolation (QCIF x7 in a batch of 64 / 1080p x2 / one QCIF frame):
-#: 8 x 32, 1 warp 14.3 / 110 / 102; 16 x 32, 2 warps 14.8 / 126 / 86; 16 x 64, 4 warps 15.5 /
-#: 120-150 / 138-171; 16 x 128 and 32 x 128 18-20 / 184-221.
-PALLAS_TILE = (8, 32, 1)
+from .._border import border_indices
+from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilter_kernel, spline_zoom_kernel
 
 
-@spline_zoom_kernel.override("jax", supports="every input (on a GPU: a Pallas kernel)")
+@spline_zoom_kernel.override("jax", supports="every input (on a GPU: two Pallas kernels)")
 def _spline_zoom_jax(coef: Any, *, order: int, size: tuple[int, int], has_channels: bool, frac_bits: int) -> Any:
     params = dict(order=order, size=size, has_channels=has_channels, frac_bits=frac_bits)
     if not backend().runs_on_host and pallas_triton_usable():
@@ -38,18 +33,29 @@ def _spline_zoom_jax(coef: Any, *, order: int, size: tuple[int, int], has_channe
     return spline_zoom_kernel.portable_for(backend())(coef, **params)
 
 
+#: Tiles (rows x columns, warps) of the interpolation's W pass (over source rows) and H pass (over
+#: output rows). H200, µs a frame (QCIF x7 in a batch of 64 / one QCIF frame / 1080p x2): 4 x 128
+#: then 8 x 128, 4 warps 5.5 / 39.9 / 54.0; 8 x 64, 2 warps 5.4 / 48.2 / 61.5; 16 x 32, 2 warps
+#: 5.6 / 42.9 / 57.9; 2 x 256, 4 warps 6.0 / 36.5 / 61.0.
+ZOOM_TILES = ((4, 128, 4), (8, 128, 4))
+
+
 @functools.lru_cache(maxsize=None)
-def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], has_channels: bool, frac_bits: int,
-                interpret: bool = False) -> Any:
-    """Jitted ``spline_zoom`` of ``(..., H, W[, C])`` samples of ``dtype`` by a Pallas kernel, or
-    ``None`` where it does not apply (an empty input or output, a grid over 65,535 planes,
+def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], has_channels: bool,
+                frac_bits: int, tiles: tuple = ZOOM_TILES, interpret: bool = False) -> Any:
+    """Jitted ``spline_zoom`` of ``(..., H, W[, C])`` samples of ``dtype`` by two Pallas kernels,
+    or ``None`` where it does not apply (an empty input or output, a grid over 65,535 planes,
     offsets past int32).
 
-    The wrapper makes the input planar (one plane per frame and channel) and the two axes'
-    tables ``(taps, n_out)``, extended to whole tiles with the last output's entries; a program
-    reads its columns' and rows' tables once, gathers each tap's coefficients from the plane and
-    writes its uint8 results into the output.
-    """
+    The portable version's two passes on planar data (one plane per frame and channel), with
+    the two axes' tables ``(taps, n_out)`` extended to whole tiles by the last output's entries:
+    the W pass makes every source row's ``dw`` values once (``taps`` gathers and int32 weights
+    widened to the accumulator's type each; rounded back to Q16 where the weights are) into an
+    ``(planes, H, dw)`` buffer; the H pass reads ``taps`` rows of it per output row and writes
+    uint8. The same integer sums, so the same bits. (One fused kernel gathering the ``taps**2``
+    coefficients of each output made each source row's W pass again for every output row that
+    reads it, 7 times at x7: 12.3 against 5.5 µs a QCIF frame x7 in a batch of 64, 77 against
+    54 at 1080p x2, on an H200.) ``tiles``: as :data:`ZOOM_TILES`."""
     import jax
     import jax.numpy as jnp
 
@@ -63,14 +69,12 @@ def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], 
     lead = shape[:-3] if has_channels else shape[:-2]
     planes = int(np.prod(lead, dtype=np.int64)) * channels
     dh, dw = size
-    bh, bw, warps = PALLAS_TILE
-    y_blocks, x_blocks = -(-dh // bh), -(-dw // bw)
-    if min(planes, h, w, dh, dw) <= 0 or planes > 65535 or planes * max(h * w, dh * dw) > 2**31 - 1:
+    (ah, aw, a_warps), (bh, bw, b_warps) = tiles
+    if min(planes, h, w, dh, dw) <= 0 or planes > 65535 or planes * max(h * w, h * dw, dh * dw) > 2**31 - 1:
         return None
     tx, ty = spline_axis(order, w, dw), spline_axis(order, h, dh)
     taps = tx.index.shape[1]
     exact = tx.exact and ty.exact
-    # The portable version's accumulator: int32 only for exact weights on pixels that cannot overflow it.
     narrow = exact and frac_bits == 0 and 255 * tx.total * ty.total + tx.total * ty.total // 2 < 2**31
     acc_type = jnp.int32 if narrow else jnp.int64
     if exact:
@@ -80,50 +84,175 @@ def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], 
         divisor = ty.total << COEFFICIENT_BITS
 
     def table(axis: Any, blocks: int, block: int) -> tuple[np.ndarray, np.ndarray]:
-        """(taps, blocks * block) indices and weights; past the axis' end, the last output's."""
+        """(taps, blocks * block) indices and int32 weights; past the axis' end, the last output's."""
         last = np.minimum(np.arange(blocks * block), axis.index.shape[0] - 1)
-        return np.ascontiguousarray(axis.index[last].T), np.ascontiguousarray(axis.weight[last].T)
+        weight = axis.weight[last].T
+        assert np.abs(weight).max() < 2**31
+        return np.ascontiguousarray(axis.index[last].T), np.ascontiguousarray(weight.astype(np.int32))
 
-    x_index, x_weight = table(tx, x_blocks, bw)
-    y_index, y_weight = table(ty, y_blocks, bh)
+    a_rows, a_cols = -(-h // ah), -(-dw // aw)
+    b_rows, b_cols = -(-dh // bh), -(-dw // bw)
+    x_index, x_weight = table(tx, a_cols, aw)
+    y_index, y_weight = table(ty, b_rows, bh)
 
-    def program(c_ref: Any, xi_ref: Any, xw_ref: Any, yi_ref: Any, yw_ref: Any, o_ref: Any) -> None:
+    def w_pass(c_ref: Any, xi_ref: Any, xw_ref: Any, m_ref: Any) -> None:
         tile, plane = pl.program_id(0), pl.program_id(1)
-        y0, x0 = (tile // x_blocks) * bh, (tile % x_blocks) * bw
-        cols = [xi_ref[j, pl.ds(x0, bw)][None, :] for j in range(taps)]
-        col_weights = [xw_ref[j, pl.ds(x0, bw)].astype(acc_type)[None, :] for j in range(taps)]
-        base = plane * (h * w)
+        y0, x0 = (tile // a_cols) * ah, (tile % a_cols) * aw
+        # Overhanging rows and columns repeat the last ones (their values, stored there again).
+        y = jnp.minimum(y0 + jnp.arange(ah, dtype=jnp.int32), h - 1)[:, None]
+        ox = jnp.minimum(x0 + jnp.arange(aw, dtype=jnp.int32), dw - 1)[None, :]
+        row_at = plane * (h * w) + y * w
+        acc = None
+        for j in range(taps):
+            term = c_ref[row_at + xi_ref[j, pl.ds(x0, aw)][None, :]].astype(acc_type) \
+                * xw_ref[j, pl.ds(x0, aw)].astype(acc_type)[None, :]
+            acc = term if acc is None else acc + term
+        if not exact:  # the first pass back to Q16, rounded half up
+            acc = ((acc << shift) + tx.total // 2) // tx.total
+        plgpu.store(m_ref.at[plane * (h * dw) + y * dw + ox], acc)
+
+    def h_pass(m_ref: Any, yi_ref: Any, yw_ref: Any, o_ref: Any) -> None:
+        tile, plane = pl.program_id(0), pl.program_id(1)
+        y0, x0 = (tile // b_cols) * bh, (tile % b_cols) * bw
+        ox = jnp.minimum(x0 + jnp.arange(bw, dtype=jnp.int32), dw - 1)[None, :]
         acc = None
         for i in range(taps):
-            row_at = base + yi_ref[i, pl.ds(y0, bh)][:, None] * w
-            rows = None
-            for j in range(taps):
-                term = c_ref[row_at + cols[j]].astype(acc_type) * col_weights[j]
-                rows = term if rows is None else rows + term
-            if not exact:  # the first pass back to Q16, rounded half up
-                rows = ((rows << shift) + tx.total // 2) // tx.total
+            rows = m_ref[plane * (h * dw) + yi_ref[i, pl.ds(y0, bh)][:, None] * dw + ox]
             term = yw_ref[i, pl.ds(y0, bh)].astype(acc_type)[:, None] * rows
             acc = term if acc is None else acc + term
         if divisor > 1:
             acc = (acc + divisor // 2) // divisor
-        # Straight into the uint8 output (no int32 copy to cut back): the tile's overhang computed
-        # the last row's or column's values (its tables' entries), so it stores them there again.
         oy = jnp.minimum(y0 + jnp.arange(bh, dtype=jnp.int32), dh - 1)[:, None]
-        ox = jnp.minimum(x0 + jnp.arange(bw, dtype=jnp.int32), dw - 1)[None, :]
         plgpu.store(o_ref.at[plane * (dh * dw) + oy * dw + ox], jnp.clip(acc, 0, 255).astype(jnp.uint8))
 
-    call = pl.pallas_call(
-        program, grid=(y_blocks * x_blocks, planes), interpret=interpret,
+    first = pl.pallas_call(
+        w_pass, grid=(a_rows * a_cols, planes), interpret=interpret,
+        out_shape=jax.ShapeDtypeStruct((planes * h * dw,), acc_type),
+        compiler_params=plgpu.CompilerParams(num_warps=a_warps, num_stages=1))
+    second = pl.pallas_call(
+        h_pass, grid=(b_rows * b_cols, planes), interpret=interpret,
         out_shape=jax.ShapeDtypeStruct((planes * dh * dw,), jnp.uint8),
-        compiler_params=plgpu.CompilerParams(num_warps=warps, num_stages=1))
+        compiler_params=plgpu.CompilerParams(num_warps=b_warps, num_stages=1))
 
     def run(coef: Any) -> Any:
         x = jnp.reshape(coef, (-1, h, w, channels))
         x = jnp.reshape(jnp.moveaxis(x, -1, 1), (-1,))
-        out = call(x, jnp.asarray(x_index), jnp.asarray(x_weight), jnp.asarray(y_index), jnp.asarray(y_weight))
+        mid = first(x, jnp.asarray(x_index), jnp.asarray(x_weight))
+        out = second(mid, jnp.asarray(y_index), jnp.asarray(y_weight))
         out = jnp.reshape(out, (-1, channels, dh, dw))
         if has_channels:
             return jnp.reshape(jnp.moveaxis(out, 1, -1), lead + (dh, dw, channels))
         return jnp.reshape(out, lead + (dh, dw))
+
+    return jit(run)
+
+
+#: Tiles (rows x columns, warps) of the prefilter's W pass and H pass programs. H200, µs a frame
+#: (QCIF in a batch of 64 / one QCIF frame / 1080p / two 640x480 RGB): 8 x 32, 1 warp 0.70 / 34.7
+#: / 58.7 / 29.5; 8 x 64, 2 warps 0.72 / 49.5 / 63.4 / 30.1; 4 x 128 then 8 x 128, 4 warps 0.96 /
+#: 47.3 / 49.2 / 26.8 (CuPy's kernel: 0.69 / host-bound / 32.9 / 25.3). Making the int64 products
+#: from int32 partial sums of the taps' and samples' high and low halves instead was no faster.
+PREFILTER_TILES = ((8, 32, 1), (8, 32, 1))
+
+
+@spline_prefilter_kernel.override("jax", supports="uint8 images (on a GPU: two Pallas kernels)")
+def _spline_prefilter_jax(img: Any, *, has_channels: bool) -> Any:
+    if not backend().runs_on_host and pallas_triton_usable() and np.dtype(img.dtype) == np.uint8:
+        run = pallas_prefilter(tuple(img.shape), has_channels=has_channels, tiles=PREFILTER_TILES)
+        if run is not None:
+            with quiet_pallas_triton():
+                return run(img)
+    return spline_prefilter_kernel.portable_for(backend())(img, has_channels=has_channels)
+
+
+@functools.lru_cache(maxsize=None)
+def pallas_prefilter(shape: tuple, *, has_channels: bool, tiles: tuple = PREFILTER_TILES,
+                     interpret: bool = False) -> Any:
+    """Jitted ``spline_prefilter`` of ``(..., H, W[, C])`` uint8 by two Pallas kernels, or
+    ``None`` where it does not apply (empty, a grid over 65,535 planes, offsets past int32).
+
+    The portable version's two passes, each a program per tile of one plane: the W pass gathers
+    the 27 samples of each output through a table of mirrored column indices and writes the
+    rounded Q16 sums (int32) into a buffer; the H pass reads 27 rows of it through a table of
+    mirrored row indices. Each tap multiplies the sum of its two mirrored samples, both factors
+    int32 widened to int64 (one 32 x 32 -> 64-bit multiply); the same integer sums and
+    roundings, so the same bits. ``tiles``: as :data:`PREFILTER_TILES`. (Under XLA the portable
+    version's 54 slices of int64 arrays took 1.6 µs a QCIF frame in a batch of 64 and 94 µs at
+    1080p on an H200.)
+    """
+    import jax
+    import jax.numpy as jnp
+
+    import jax.experimental.pallas as pl
+    import jax.experimental.pallas.triton as plgpu
+
+    from ..backends.jax import jit
+
+    h, w = shape[-3:-1] if has_channels else shape[-2:]
+    channels = shape[-1] if has_channels else 1
+    lead = shape[:-3] if has_channels else shape[:-2]
+    planes = int(np.prod(lead, dtype=np.int64)) * channels
+    if min(planes, h, w) <= 0 or planes > 65535 or planes * h * w > 2**31 - 1:
+        return None
+    taps = prefilter_taps()
+    n = len(taps) - 1
+    (ah, aw, a_warps), (bh, bw, b_warps) = tiles
+
+    def mirrored(length: int, blocks: int, block: int) -> np.ndarray:
+        """(2 n + 1, blocks * block): for offset k - n, the mirrored index of each position
+        (past the axis' end, the last position's)."""
+        at = np.minimum(np.arange(blocks * block), length - 1)
+        mirror = border_indices(length, n, n, "reflect101")
+        return np.ascontiguousarray(mirror[at[None, :] + np.arange(2 * n + 1)[:, None]], dtype=np.int32)
+
+    a_rows, a_cols = -(-h // ah), -(-w // aw)
+    b_rows, b_cols = -(-h // bh), -(-w // bw)
+    x_index = mirrored(w, a_cols, aw)
+    y_index = mirrored(h, b_rows, bh)
+
+    def symmetric(load: Any) -> Any:
+        """h_0 v_0 + sum_k h_k (v_-k + v_k) in int64; ``load(j)`` gives v_(j - n) as int32 (the
+        pair sums, < 2**27, fit int32; the taps < 2**25 too)."""
+        acc = load(n).astype(jnp.int64) * taps[0]
+        for k in range(1, n + 1):
+            acc = acc + (load(n - k) + load(n + k)).astype(jnp.int64) * taps[k]
+        return acc
+
+    def w_pass(x_ref: Any, xi_ref: Any, m_ref: Any) -> None:
+        tile, plane = pl.program_id(0), pl.program_id(1)
+        y0, x0 = (tile // a_cols) * ah, (tile % a_cols) * aw
+        # Overhanging rows and columns repeat the last ones (their values, stored there again).
+        y = jnp.minimum(y0 + jnp.arange(ah, dtype=jnp.int32), h - 1)[:, None]
+        x = jnp.minimum(x0 + jnp.arange(aw, dtype=jnp.int32), w - 1)[None, :]
+        row_at = plane * (h * w) + y * w
+        acc = symmetric(lambda j: x_ref[row_at + xi_ref[j, pl.ds(x0, aw)][None, :]].astype(jnp.int32))
+        plgpu.store(m_ref.at[row_at + x], ((acc + (1 << 7)) >> 8).astype(jnp.int32))
+
+    def h_pass(m_ref: Any, yi_ref: Any, o_ref: Any) -> None:
+        tile, plane = pl.program_id(0), pl.program_id(1)
+        y0, x0 = (tile // b_cols) * bh, (tile % b_cols) * bw
+        x = jnp.minimum(x0 + jnp.arange(bw, dtype=jnp.int32), w - 1)[None, :]
+        base = plane * (h * w)
+        acc = symmetric(lambda j: m_ref[base + yi_ref[j, pl.ds(y0, bh)][:, None] * w + x])
+        y = jnp.minimum(y0 + jnp.arange(bh, dtype=jnp.int32), h - 1)[:, None]
+        plgpu.store(o_ref.at[base + y * w + x], ((acc + (1 << 23)) >> 24).astype(jnp.int32))
+
+    first = pl.pallas_call(
+        w_pass, grid=(a_rows * a_cols, planes), interpret=interpret,
+        out_shape=jax.ShapeDtypeStruct((planes * h * w,), jnp.int32),
+        compiler_params=plgpu.CompilerParams(num_warps=a_warps, num_stages=1))
+    second = pl.pallas_call(
+        h_pass, grid=(b_rows * b_cols, planes), interpret=interpret,
+        out_shape=jax.ShapeDtypeStruct((planes * h * w,), jnp.int32),
+        compiler_params=plgpu.CompilerParams(num_warps=b_warps, num_stages=1))
+
+    def run(img: Any) -> Any:
+        x = jnp.reshape(img, (-1, h, w, channels))
+        x = jnp.reshape(jnp.moveaxis(x, -1, 1), (-1,))
+        out = second(first(x, jnp.asarray(x_index)), jnp.asarray(y_index))
+        out = jnp.reshape(out, (-1, channels, h, w))
+        if has_channels:
+            return jnp.reshape(jnp.moveaxis(out, 1, -1), shape)
+        return jnp.reshape(out, shape)
 
     return jit(run)

@@ -572,6 +572,44 @@ def test_group_kernel_backend_equals_numpy(backend, seed):
     assert out[0] == capacity + 1 and out[1] == -1 and not out[2:].any()
 
 
+def _naive_component_minimum(linked: np.ndarray) -> list:
+    """The smallest member of each node's component, by a breadth-first walk per node."""
+    n = linked.shape[0]
+    out = []
+    for start in range(n):
+        seen, todo = {start}, [start]
+        while todo:
+            i = todo.pop()
+            for j in np.flatnonzero(linked[i]).tolist():
+                if j not in seen:
+                    seen.add(j)
+                    todo.append(j)
+        out.append(min(seen))
+    return out
+
+
+@given(n=st.integers(1, 70), density=st.floats(0.0, 0.2), chain=st.booleans(), seed=st.integers(0, 2**16))
+@settings(max_examples=25, deadline=None)
+def test_component_labels_every_backend_equal_numpy_and_naive(backend, n, density, chain, seed):
+    """The grouping's component labels (NumPy: reachability squarings; JAX: label propagation in
+    a while loop) on random symmetric relations, and on long chains in a shuffled order (the
+    widest components, the most propagation steps): each node's smallest component member."""
+    from portcv.detect._cascade import component_labels_kernel
+
+    from ..helpers import matches_numpy
+
+    rng = np.random.default_rng(seed)
+    linked = rng.random((n, n)) < density
+    if chain:  # a path through the nodes in a random order
+        order = rng.permutation(n)
+        linked[order[:-1], order[1:]] = True
+    linked = linked | linked.T
+    np.fill_diagonal(linked, False)
+    got = matches_numpy(backend, component_labels_kernel, linked)
+    assert np.asarray(got).dtype == np.int32
+    assert np.asarray(got).tolist() == _naive_component_minimum(linked)
+
+
 # --------------------------------------------------------------------------------------------
 # Peers: cv2.CascadeClassifier.detectMultiScale2
 # --------------------------------------------------------------------------------------------

@@ -611,6 +611,84 @@ def test_segment_alive_every_backend_equal_numpy_and_naive(backend: str) -> None
     assert 0 < sum(naive) < count  # some windows pass, some fail
 
 
+def _segment_case(seed: int) -> tuple:
+    """Codes, offsets, a sorted plan, positions, LUT and thresholds of a three-stage segment."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 511, 6000).astype(np.uint16)
+    offsets = rng.integers(0, 5000, 900).astype(np.int32)
+    plan = np.sort(rng.choice(900, 600, replace=False)).astype(np.int32)
+    pos_off = rng.integers(0, 999, 40).astype(np.int32)
+    lut = rng.integers(-300, 300, (40, 512)).astype(np.int16).reshape(-1)
+    return codes, offsets, plan, pos_off, lut
+
+
+@pytest.mark.parametrize(("count", "unroll"), [(0, 1), (1, 3), (255, 1), (256, 4), (550, 3), (600, 1)])
+def test_pallas_segment_equals_the_portable_code_in_interpret_mode(count: int, unroll: int) -> None:
+    """The JAX backend's GPU segment (Pallas), run by Pallas' interpreter on the CPU: the portable
+    flags for counts at, inside and past a program's block, thresholds that leave whole blocks
+    dead before the last stage (so the stage is skipped there), an empty stage, and stages whose
+    positions are and are not a multiple of the loop's unrolling."""
+    pytest.importorskip("jax")
+    pytest.importorskip("jax.experimental.pallas.triton")
+    from portcv.detect import _mct_pallas
+
+    codes, offsets, plan, pos_off, lut = _segment_case(11)
+    for thresholds, stages in [
+        (np.array([50, 0, -20], np.int32), ((0, (0, 5)), (1, (5, 17)), (2, (17, 40)))),
+        (np.array([-700, 3000, 3000, 0], np.int32), ((0, (0, 3)), (1, (3, 3)), (2, (3, 30)), (3, (30, 40)))),
+        (np.array([2**30], np.int32), ((0, (0, 40)),)),  # every slot below the count passes
+    ]:
+        args = (codes, offsets, plan, np.asarray(count, np.int32), pos_off, lut, thresholds)
+        want = segment_alive_kernel.portable(np, *args, stages=stages)
+        run = _mct_pallas.pallas_segment(plan.shape[0], stages, block=128, unroll=unroll, interpret=True)
+        with portcv.using("jax") as b:
+            got = run(*(b.xp.asarray(a) for a in args))
+        assert_same_bits(want, got)
+
+
+def test_jax_whole_plan_scan_in_interpret_mode_gives_numpys_candidates(monkeypatch) -> None:
+    """JAX's one-program scan of a GPU (every segment over the full-length plan, one read of the
+    count and the first survivors), its Pallas segments run by the interpreter on the CPU: NumPy's
+    candidates for every split, with the survivors past the one read's head (all, just all, one
+    fewer, a few) read from the plan; and its boxes, grouped in the program or, past the
+    grouping's capacity, on the host."""
+    pytest.importorskip("jax")
+    pytest.importorskip("jax.experimental.pallas.triton")
+    import functools
+
+    from portcv.backends.jax import JaxBackend
+    from portcv.detect import _mct_detector, _mct_pallas
+
+    try:
+        portcv.backends.get("jax")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    img = np.random.default_rng(5).integers(0, 256, (45, 52), dtype=np.uint8)
+    det = MCTDetector(random_cascade(2, sizes=(3, 4, 5), spread=50, bias=20))
+    expected = det.candidates(img, scale_factor=1.2)
+    monkeypatch.setattr(JaxBackend, "runs_on_host", property(lambda self: False))
+    monkeypatch.setattr(_mct_pallas, "pallas_triton_usable", lambda: True)
+    monkeypatch.setattr(_mct_pallas, "pallas_segment", functools.partial(_mct_pallas.pallas_segment, interpret=True))
+    assert 10 < len(expected)
+    for head in (4096, len(expected), len(expected) - 1, 3):
+        monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_HEAD", head)
+        with portcv.using("jax") as b:
+            assert _mct_pallas.whole_plan_scan(b)
+            for split in (None, 1, 3):
+                got = det.candidates(b.xp.asarray(img), scale_factor=1.2, split_stage=split)
+                assert_same_bits(expected, got)
+    # The grouping in the same program; above its capacity it declines and the host groups.
+    boxes = {mn: det.detect(img, scale_factor=1.2, min_neighbors=mn) for mn in (1, 2)}
+    assert len(boxes[1][0]) > 0
+    for capacity in (4096, len(expected), len(expected) - 1):
+        monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_GROUP_CAPACITY", capacity)
+        for mn, (want_boxes, want_neighbours) in boxes.items():
+            with portcv.using("jax") as b:
+                got_boxes, got_neighbours = det.detect(b.xp.asarray(img), scale_factor=1.2, min_neighbors=mn)
+            assert_same_bits(want_boxes, got_boxes)
+            assert_same_bits(want_neighbours, got_neighbours)
+
+
 def test_device_split_equals_one_group(backend: str) -> None:
     rng = np.random.default_rng(6)
     gray = rng.integers(0, 256, (120, 150), dtype=np.uint8)

@@ -964,9 +964,8 @@ def group_kernel(xp: Any, cand: Any, win_x: Any, win_y: Any, win_level: Any, fac
     in their order -- or ``[n, -1, 0...]`` when ``n > C`` (the host groups instead).
 
     Same arithmetic as the host: rects ``rint(float32(x) * f)``; classes are the connected
-    components of SimilarRects (``delta = eps * (min w + min h) * 0.5`` in float64), found here
-    by ``ceil(log2 C)`` squarings of the reachability matrix (a float32 product of 0/1
-    matrices: exact), each labelled by its smallest member; averages ``rint(float32(sum) *
+    components of SimilarRects (``delta = eps * (min w + min h) * 0.5`` in float64), each
+    labelled by its smallest member (:func:`component_labels_kernel`); averages ``rint(float32(sum) *
     recip[n])`` (the sums exact in a float64 product); ``dx = rint(w * eps)`` in float64;
     the containment filter; the clip.
     """
@@ -991,10 +990,7 @@ def group_kernel(xp: Any, cand: Any, win_x: Any, win_y: Any, win_level: Any, fac
 
     pair = valid[:, None] & valid[None, :]
     linked = close(rx) & close(ry) & close(rx + rw) & close(ry + rh) & pair
-    reach = xp.astype(linked | (ar[:, None] == ar[None, :]), xp.float32)
-    for _ in range(max(1, (C - 1).bit_length())):  # paths of up to 2^k steps: every component
-        reach = xp.astype(xp.matmul(reach, reach) > 0, xp.float32)
-    label = xp.min(xp.where(reach > 0, ar[None, :], C), axis=1)  # smallest member
+    label = component_labels_kernel(linked)
     root = valid & (label == ar)
     # Class r (a root) holds the valid i with label[i] == r. Sums as a float64 product: integers
     # under 2^53, so exact in any order (no scatter-add: NumPy's would drop repeated indices).
@@ -1020,6 +1016,40 @@ def group_kernel(xp: Any, cand: Any, win_x: Any, win_y: Any, win_level: Any, fac
     boxes = xp.where((ar < m)[:, None] & (n <= C), xp.take(boxes, order, axis=0), 0)
     head = xp.stack([n, xp.where(n <= C, m, -1)])
     return xp.concat([head, xp.reshape(xp.astype(boxes, xp.int32), (-1,))])
+
+
+@kernel("cascade_component_labels")
+def component_labels_kernel(xp: Any, linked: Any) -> Any:
+    """int32 ``(C,)``: for each node of the symmetric boolean ``(C, C)`` relation ``linked``, the
+    smallest index in its connected component, by ``ceil(log2 C)`` squarings of the reachability
+    matrix (a float32 product of 0/1 matrices: exact) -- array-API operations only."""
+    C = linked.shape[0]
+    ar = xp.arange(C, dtype=xp.int32)
+    reach = xp.astype(linked | (ar[:, None] == ar[None, :]), xp.float32)
+    for _ in range(max(1, (C - 1).bit_length())):  # paths of up to 2^k steps: every component
+        reach = xp.astype(xp.matmul(reach, reach) > 0, xp.float32)
+    return xp.min(xp.where(reach > 0, ar[None, :], C), axis=1)
+
+
+@component_labels_kernel.override("jax", supports="every input (label propagation in a while loop)")
+def _component_labels_jax(linked: Any) -> Any:
+    # Each step takes the smallest label among a node's neighbours, then its label's label
+    # (pointer jumping): labels only fall and stay members of the component, and they settle
+    # on its smallest member -- the same labels as the squarings, in as many C x C passes as
+    # the components are wide (a few) instead of log2(C) C x C x C products (12 at C = 4096).
+    import jax.numpy as jnp
+    from jax import lax
+
+    C = linked.shape[0]
+
+    def step(state: tuple) -> tuple:
+        label, _ = state
+        nxt = jnp.minimum(label, jnp.min(jnp.where(linked, label[None, :], C), axis=1))
+        nxt = jnp.take(nxt, nxt)
+        return nxt, jnp.any(nxt != label)
+
+    label, _ = lax.while_loop(lambda state: state[1], step, (jnp.arange(C, dtype=jnp.int32), jnp.asarray(True)))
+    return label
 
 
 def reciprocals(capacity: int) -> np.ndarray:

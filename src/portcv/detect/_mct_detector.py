@@ -32,6 +32,12 @@ _UNRECORDABLE = "unrecordable"
 #: Largest number of (window x position) gathers one portable step makes: bounds the memory of
 #: the 2-D gathers (``cap x chunk`` int32 indices and codes, 16 MB each at this size).
 GATHER_ELEMENTS = 1 << 22
+#: Survivor indices read with the count in a whole-plan scan (one copy a frame up to this many).
+WHOLE_SCAN_HEAD = CANDIDATE_LIMIT
+#: Most candidates a whole-plan scan groups in its program (group_kernel's C x C matrices; more:
+#: the host groups). H200, JAX, synchronized detect at 640x480 / 1080p: 1024 0.96-1.11 / 2.05-2.23
+#: ms, 4096 1.24-1.28 / 2.37-2.40, the host's grouping 1.61-2.09 / 2.79-2.93.
+WHOLE_SCAN_GROUP_CAPACITY = 1024
 
 
 @kernel("mct_stage_sums")
@@ -209,11 +215,52 @@ def _codes(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tupl
     return xp.reshape(mct_kernel(pyramid_kernel(gray, xmap, ymap, xtab, ytab, shape=shape)), (-1,))
 
 
+def _group_candidates(plan: Any, count: Any, group_arrays: tuple, *, group: tuple, window: tuple[int, int],
+                      capacity: int) -> Any:
+    """group_kernel (``groupRectangles`` and the clip) of the plan's first ``count`` windows;
+    ``group = (min_neighbors, width, height)``, ``group_arrays`` from
+    :meth:`MCTGeometry.group_arrays`."""
+    min_neighbors, width, height = group
+    xp = backend().xp
+    c = xp.asarray(count, dtype=xp.int32)
+    # candidates_kernel's layout [count, n, idx...]; group_kernel reads idx below n only.
+    parts = [xp.stack([c, c]), plan[:capacity]]
+    if plan.shape[0] < capacity:
+        parts.append(xp.zeros(capacity - plan.shape[0], dtype=xp.int32))
+    return group_kernel(xp.concat(parts), *group_arrays, window=window, min_neighbors=min_neighbors, eps=GROUP_EPS,
+                        width=width, height=height, capacity=capacity)
+
+
+def _whole_scan(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, offsets: Any, position_offsets: Any,
+                lut: Any, thresholds: Any, group_arrays: Any, *, shape: tuple[int, int], segments: tuple, head: int,
+                group: Any, window: tuple[int, int], capacity: int) -> tuple:
+    """A frame's whole scan as one program (:func:`_mct_pallas.whole_plan_scan`): the codes, then
+    each segment of stages over the full-length plan and its compaction, with no count read in
+    between, then (given ``group``, as :func:`_group_candidates`) the grouping. Returns
+    ``(survivors, plan, first, grouped)``: ``[count, plan[0], ..., plan[head - 1]]`` (int32), the
+    plan, and group_kernel's first ``2 + 5 GROUP_READ`` entries and whole output (``None``
+    without ``group``). A frame reads ``first``, or ``survivors`` without a grouping or where it
+    declined, and the plan only past ``head`` survivors."""
+    xp = backend().xp
+    codes = _codes(gray, xmap, ymap, xtab, ytab, shape=shape)
+    n = int(offsets.shape[0])
+    plan, count = xp.arange(n, dtype=xp.int32), xp.asarray(n, dtype=xp.int32)
+    for stages in segments:
+        plan, count = _segment(codes, offsets, plan, count, position_offsets, lut, thresholds, stages=stages, cap=n)
+    survivors = xp.concat([xp.reshape(count, (1,)), plan[:head]])
+    if group is None:
+        return survivors, plan, None, None
+    grouped = _group_candidates(plan, count, group_arrays, group=group, window=window, capacity=capacity)
+    return survivors, plan, grouped[: 2 + 5 * GROUP_READ], grouped
+
+
 @functools.lru_cache(maxsize=64)
 def _compiled(backend_name: str, what: str) -> Any:
     b = backends.get(backend_name)
     if what == "codes":
         return b.jit(_codes, static_argnames=("shape",))
+    if what == "whole":
+        return b.jit(_whole_scan, static_argnames=("shape", "segments", "head", "group", "window", "capacity"))
     return b.jit(_segment, static_argnames=("stages", "cap"))
 
 
@@ -315,9 +362,10 @@ def split_levels(windows_per_level: list[int], groups: int) -> list[tuple[int, i
 
 def _groups_on_device(b: Any) -> bool:
     """Whether ``b`` groups the candidates on the device: where group_kernel has an override
-    (CuPy: one CUDA block). Elsewhere the host groups (NumPy's fastest; JAX's portable grouping
-    builds C x C matrices)."""
-    return group_kernel.has_override(b)
+    (CuPy: one CUDA block), and in JAX's one-program scan on a GPU (the portable grouping's C x C
+    matrices, in the same program: no host read of the survivors). Elsewhere the host groups
+    (NumPy's fastest)."""
+    return group_kernel.has_override(b) or whole_plan_scan(b)
 
 
 def _device_scope(b: Any, device: Any) -> Any:
@@ -402,8 +450,8 @@ class MCTDetector:
         split_stage : int or None
             Stages ``[0, split_stage)`` run on every window, the survivors are compacted (prefix
             sum) and the remaining stages run on that plan (the thesis's two kernels split after
-            stage 2). None: 2 on device backends; NumPy compacts after every stage. Any value
-            gives the same boxes.
+            stage 2). None: 2 on CuPy; JAX on a GPU also compacts before the last stage; NumPy
+            after every stage. Any value gives the same boxes.
         raw : bool
             Return the candidates before grouping (as ``min_neighbors=0``).
         devices : sequence or None
@@ -425,9 +473,10 @@ class MCTDetector:
         -----
         Window ``(level, x, y)`` is a face when every stage's integer cost sum is at most its
         threshold (thesis eq. 2.3). Candidate rect ``rint(float32(x) * f)`` etc. as OpenCV;
-        grouping ``groupRectangles`` (eps 0.2) and the clip on the device on CuPy (the Haar detector's
-        kernel, up to 4,096 candidates; only the boxes are copied back), on the host elsewhere. Integer throughout:
-        identical boxes on every backend.
+        grouping ``groupRectangles`` (eps 0.2) and the clip on the device on CuPy (the Haar
+        detector's kernel, up to 4,096 candidates; only the boxes are copied back) and on JAX
+        on a GPU (in the frame's one program, up to 1,024 candidates), on the host elsewhere.
+        Integer throughout: identical boxes on every backend.
 
         Examples
         --------
@@ -527,6 +576,10 @@ class MCTDetector:
         if split is None:
             if b.runs_on_host and not b.static_shapes:
                 return tuple(range(S + 1))  # NumPy: a compaction is one flatnonzero, so after every stage
+            if whole_plan_scan(b):
+                # Compactions cost no count read here: one more before the long last stage, so it
+                # runs on that stage's windows only.
+                return tuple(sorted({0, min(2, S), max(S - 1, 0), S}))
             split = min(2, S)
         return tuple(sorted({0, split, S}))
 
@@ -640,6 +693,28 @@ class MCTDetector:
         gray = b.asarray(gray)
         xmap, ymap, xtab, ytab, offsets = geo.on(b)
         position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
+        ranges = c.stage_ranges()
+        bounds = self._bounds(b, split)
+        segments = tuple(tuple((j, ranges[j]) for j in range(s0, s1)) for s0, s1 in zip(bounds[:-1], bounds[1:]))
+        if whole_plan_scan(b):
+            # One program and one read a frame: the survivors' count and first indices, or the
+            # first grouped boxes (the count and the whole plan stay on the device).
+            n = int(offsets.shape[0])
+            capacity = WHOLE_SCAN_GROUP_CAPACITY
+            group_arrays = None if group is None else geo.group_arrays(b, capacity)
+            survivors, plan, first, grouped = _compiled(b.name, "whole")(
+                gray, xmap, ymap, xtab, ytab, offsets, position_offsets, lut, thresholds, group_arrays,
+                shape=geo.packed_shape, segments=segments, head=min(n, WHOLE_SCAN_HEAD), group=group,
+                window=c.window, capacity=capacity)
+            yield
+            if group is not None:
+                boxes = self._read_group(grouped, first)
+                if boxes is not None:
+                    return boxes  # else declined: more candidates than its capacity
+            survivors = to_numpy(survivors)
+            count = int(survivors[0])
+            found = survivors[1:1 + count] if count < survivors.shape[0] else to_numpy(plan)[:count]
+            return found.astype(np.int64)
         codes = _compiled(b.name, "codes")(gray, xmap, ymap, xtab, ytab, shape=geo.packed_shape)
         segment = _compiled(b.name, "segment")
         n = int(offsets.shape[0])
@@ -649,10 +724,7 @@ class MCTDetector:
         defer = not b.static_shapes and not b.runs_on_host
         plan, count_dev = geo.start(b)
         count = n
-        ranges = c.stage_ranges()
-        bounds = self._bounds(b, split)
-        for s0, s1 in zip(bounds[:-1], bounds[1:]):
-            stages = tuple((j, ranges[j]) for j in range(s0, s1))
+        for stages in segments:
             plan, count_dev = segment(codes, offsets, plan, count_dev, position_offsets, lut, thresholds,
                                       stages=stages, cap=int(plan.shape[0]))
             yield
@@ -678,24 +750,15 @@ class MCTDetector:
         """``groupRectangles`` and the clip of the plan's first ``count`` windows (a host int or
         the device's 0-d count) by group_kernel (the Haar detector's), launched: its device output,
         for :meth:`_read_group`."""
-        min_neighbors, width, height = group
-        xp = b.xp
-        C = GROUP_CAPACITY
-        c = xp.asarray(count, dtype=xp.int32)
-        # candidates_kernel's layout [count, n, idx...]; group_kernel reads idx below n only.
-        parts = [xp.stack([c, c]), plan[:C]]
-        if plan.shape[0] < C:
-            parts.append(xp.zeros(C - plan.shape[0], dtype=xp.int32))
-        cand = xp.concat(parts)
-        return group_kernel(cand, *geo.group_arrays(b, C), window=self.cascade.window,
-                            min_neighbors=min_neighbors, eps=GROUP_EPS, width=width, height=height, capacity=C)
+        return _group_candidates(plan, count, geo.group_arrays(b, GROUP_CAPACITY), group=group,
+                                 window=self.cascade.window, capacity=GROUP_CAPACITY)
 
     @staticmethod
-    def _read_group(grouped: Any) -> Any:
+    def _read_group(grouped: Any, first: Any = None) -> Any:
         """``(rects, neighbours)`` from group_kernel's output (one copy of its first boxes, a
-        second only past ``GROUP_READ``), or None if it declined (more than ``GROUP_CAPACITY``
-        windows)."""
-        first = to_numpy(grouped[: 2 + 5 * GROUP_READ])
+        second only past ``GROUP_READ``; ``first``: those first entries, already cut on the
+        device), or None if it declined (more than ``GROUP_CAPACITY`` windows)."""
+        first = to_numpy(grouped[: 2 + 5 * GROUP_READ] if first is None else first)
         m = int(first[1])
         if m < 0:
             return None
@@ -716,3 +779,4 @@ class MCTDetector:
 
 
 from . import _mct_cuda  # noqa: E402,F401  (registers the CuPy overrides)
+from ._mct_pallas import whole_plan_scan  # noqa: E402  (also registers the JAX override)

@@ -28,9 +28,10 @@ SEGMENT_BLOCK, SEGMENT_WARPS, SEGMENT_UNROLL = 256, 8, 4
 
 
 def whole_plan_scan(b: Any) -> bool:
-    """Whether backend ``b`` scans a frame in one compiled program: the JAX backend on a GPU with
-    this module's kernel, which costs nothing past the plan's count (so no host read of it)."""
-    return b.name == "jax" and b.static_shapes and not b.runs_on_host and pallas_triton_usable()
+    """Whether backend ``b`` scans a frame in one compiled program: a compiled static-shape
+    backend (JAX) on a GPU with this module's kernel, which costs nothing past the plan's count
+    (so no host read of it)."""
+    return b.static_shapes and not b.runs_on_host and pallas_triton_usable()
 
 
 @segment_alive_kernel.override("jax", supports="every input (on a GPU: a Pallas kernel)")

@@ -605,7 +605,7 @@ def test_component_labels_every_backend_equal_numpy_and_naive(backend, n, densit
         linked[order[:-1], order[1:]] = True
     linked = linked | linked.T
     np.fill_diagonal(linked, False)
-    got = matches_numpy(backend, component_labels_kernel, linked)
+    got = matches_numpy(backend, lambda: component_labels_kernel(portcv.asarray(linked)))
     assert np.asarray(got).dtype == np.int32
     assert np.asarray(got).tolist() == _naive_component_minimum(linked)
 

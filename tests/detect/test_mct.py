@@ -298,7 +298,7 @@ def test_device_grouping_equals_the_hosts(monkeypatch, name: str) -> None:
     back only the boxes. Forced here on NumPy and on JAX's own programs (their portable C x C
     grouping, capacity 64): the host's boxes; above the capacity, the host groups.
     "numpy-deferred" scans as CuPy does (``runs_on_host`` off: no count read between segments,
-    the count handed to the grouping on the device)."""
+    the count handed to the grouping on the device), and so does JAX on a GPU (one program)."""
     from skimage import data as skdata
 
     from portcv.backends.numpy import NumpyBackend
@@ -330,17 +330,20 @@ def test_device_grouping_equals_the_hosts(monkeypatch, name: str) -> None:
     monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
     if deferred:
         monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
+    with portcv.using(name) as b:  # JAX on a GPU: one program a frame, the count on the device
+        deferred = deferred or _mct_detector.whole_plan_scan(b)
     grouped = []
     real = MCTDetector._read_group
 
-    def spy(device_output):
-        out = real(device_output)
+    def spy(*device_output):
+        out = real(*device_output)
         grouped.append(out is not None)
         return out
 
     monkeypatch.setattr(MCTDetector, "_read_group", staticmethod(spy))
     for capacity, on_device in ((64, True), (8, False)):
         monkeypatch.setattr(_mct_detector, "GROUP_CAPACITY", capacity)
+        monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_GROUP_CAPACITY", capacity)
         for mn, (boxes, neighbours) in expected.items():
             grouped.clear()
             with portcv.using(name):

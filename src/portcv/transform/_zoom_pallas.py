@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import backend
+from ..backends import backend, require_dtype
 from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
 from .._border import border_indices
 from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilter_kernel, spline_zoom_kernel
@@ -135,6 +135,8 @@ def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], 
         compiler_params=plgpu.CompilerParams(num_warps=b_warps, num_stages=1))
 
     def run(coef: Any) -> Any:
+        if not narrow:  # JAX without x64: refuse (at trace time) as the portable version does
+            require_dtype(jnp.zeros((), acc_type), "int64", "zoom")
         x = jnp.reshape(coef, (-1, h, w, channels))
         x = jnp.reshape(jnp.moveaxis(x, -1, 1), (-1,))
         mid = first(x, jnp.asarray(x_index), jnp.asarray(x_weight))
@@ -247,6 +249,7 @@ def pallas_prefilter(shape: tuple, *, has_channels: bool, tiles: tuple = PREFILT
         compiler_params=plgpu.CompilerParams(num_warps=b_warps, num_stages=1))
 
     def run(img: Any) -> Any:
+        require_dtype(jnp.zeros((), jnp.int64), "int64", "spline_filter")  # JAX without x64: refuse (trace time)
         x = jnp.reshape(img, (-1, h, w, channels))
         x = jnp.reshape(jnp.moveaxis(x, -1, 1), (-1,))
         out = second(first(x, jnp.asarray(x_index)), jnp.asarray(y_index))

@@ -257,18 +257,23 @@ def test_candidates_equal_the_naive_scan() -> None:
         assert len(got) > 0
 
 
-def test_jax_on_the_cpu_scans_with_numpy_and_its_own_scan_gives_the_same_candidates(monkeypatch) -> None:
-    """JAX on the CPU hands the whole scan to NumPy (its arrays are host memory and XLA:CPU's
-    gathers are several times slower), so the every-backend tests compare NumPy with NumPy
-    there; with ``runs_on_host`` off, the CPU runs the XLA scan a GPU runs: same candidates."""
+def _jax_or_skip() -> None:
+    """Skip unless JAX is installed and its backend loads."""
     pytest.importorskip("jax")
-    from portcv.backends.jax import JaxBackend
-    from portcv.detect import _mct_detector
-
     try:
         portcv.backends.get("jax")
     except portcv.BackendUnavailableError as exc:
         pytest.skip(str(exc))
+
+
+def test_jax_on_the_cpu_scans_with_numpy_and_its_own_scan_gives_the_same_candidates(monkeypatch) -> None:
+    """JAX on the CPU hands the whole scan to NumPy (its arrays are host memory and XLA:CPU's
+    gathers are several times slower), so the every-backend tests compare NumPy with NumPy
+    there; with ``runs_on_host`` off, the CPU runs the XLA scan a GPU runs: same candidates."""
+    _jax_or_skip()
+    from portcv.backends.jax import JaxBackend
+    from portcv.detect import _mct_detector
+
     gray = np.random.default_rng(4).integers(0, 256, (41, 50), dtype=np.uint8)
     det = MCTDetector(random_cascade(0, spread=60, bias=30))
     expected = det.candidates(gray, scale_factor=1.2)
@@ -655,17 +660,13 @@ def test_jax_whole_plan_scan_in_interpret_mode_gives_numpys_candidates(monkeypat
     candidates for every split, with the survivors past the one read's head (all, just all, one
     fewer, a few) read from the plan; and its boxes, grouped in the program or, past the
     grouping's capacity, on the host."""
-    pytest.importorskip("jax")
+    _jax_or_skip()
     pytest.importorskip("jax.experimental.pallas.triton")
     import functools
 
     from portcv.backends.jax import JaxBackend
     from portcv.detect import _mct_detector, _mct_pallas
 
-    try:
-        portcv.backends.get("jax")
-    except portcv.BackendUnavailableError as exc:
-        pytest.skip(str(exc))
     img = np.random.default_rng(5).integers(0, 256, (45, 52), dtype=np.uint8)
     det = MCTDetector(random_cascade(2, sizes=(3, 4, 5), spread=50, bias=20))
     expected = det.candidates(img, scale_factor=1.2)

@@ -33,6 +33,17 @@ def _spline_zoom_jax(coef: Any, *, order: int, size: tuple[int, int], has_channe
     return spline_zoom_kernel.portable_for(backend())(coef, **params)
 
 
+def _pass_call(program: Any, grid: tuple, size: int, dtype: Any, warps: int, interpret: bool) -> Any:
+    """The ``pallas_call`` of one pass: ``program`` over ``grid`` (tiles, planes) writing a flat
+    output of ``size`` elements of ``dtype``."""
+    import jax
+    import jax.experimental.pallas as pl
+    import jax.experimental.pallas.triton as plgpu
+
+    return pl.pallas_call(program, grid=grid, interpret=interpret, out_shape=jax.ShapeDtypeStruct((size,), dtype),
+                          compiler_params=plgpu.CompilerParams(num_warps=warps, num_stages=1))
+
+
 #: Tiles (rows x columns, warps) of the interpolation's W pass (over source rows) and H pass (over
 #: output rows). H200, µs a frame (QCIF x7 in a batch of 64 / one QCIF frame / 1080p x2): 4 x 128
 #: then 8 x 128, 4 warps 5.5 / 39.9 / 54.0; 8 x 64, 2 warps 5.4 / 48.2 / 61.5; 16 x 32, 2 warps
@@ -56,11 +67,9 @@ def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], 
     coefficients of each output made each source row's W pass again for every output row that
     reads it, 7 times at x7: 12.3 against 5.5 µs a QCIF frame x7 in a batch of 64, 77 against
     54 at 1080p x2, on an H200.) ``tiles``: as :data:`ZOOM_TILES`."""
-    import jax
-    import jax.numpy as jnp
-
     import jax.experimental.pallas as pl
     import jax.experimental.pallas.triton as plgpu
+    import jax.numpy as jnp
 
     from ..backends.jax import jit
 
@@ -125,14 +134,8 @@ def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], 
         oy = jnp.minimum(y0 + jnp.arange(bh, dtype=jnp.int32), dh - 1)[:, None]
         plgpu.store(o_ref.at[plane * (dh * dw) + oy * dw + ox], jnp.clip(acc, 0, 255).astype(jnp.uint8))
 
-    first = pl.pallas_call(
-        w_pass, grid=(a_rows * a_cols, planes), interpret=interpret,
-        out_shape=jax.ShapeDtypeStruct((planes * h * dw,), acc_type),
-        compiler_params=plgpu.CompilerParams(num_warps=a_warps, num_stages=1))
-    second = pl.pallas_call(
-        h_pass, grid=(b_rows * b_cols, planes), interpret=interpret,
-        out_shape=jax.ShapeDtypeStruct((planes * dh * dw,), jnp.uint8),
-        compiler_params=plgpu.CompilerParams(num_warps=b_warps, num_stages=1))
+    first = _pass_call(w_pass, (a_rows * a_cols, planes), planes * h * dw, acc_type, a_warps, interpret)
+    second = _pass_call(h_pass, (b_rows * b_cols, planes), planes * dh * dw, jnp.uint8, b_warps, interpret)
 
     def run(coef: Any) -> Any:
         if not narrow:  # JAX without x64: refuse (at trace time) as the portable version does
@@ -182,11 +185,9 @@ def pallas_prefilter(shape: tuple, *, has_channels: bool, tiles: tuple = PREFILT
     version's 54 slices of int64 arrays took 1.6 µs a QCIF frame in a batch of 64 and 94 µs at
     1080p on an H200.)
     """
-    import jax
-    import jax.numpy as jnp
-
     import jax.experimental.pallas as pl
     import jax.experimental.pallas.triton as plgpu
+    import jax.numpy as jnp
 
     from ..backends.jax import jit
 
@@ -239,14 +240,8 @@ def pallas_prefilter(shape: tuple, *, has_channels: bool, tiles: tuple = PREFILT
         y = jnp.minimum(y0 + jnp.arange(bh, dtype=jnp.int32), h - 1)[:, None]
         plgpu.store(o_ref.at[base + y * w + x], ((acc + (1 << 23)) >> 24).astype(jnp.int32))
 
-    first = pl.pallas_call(
-        w_pass, grid=(a_rows * a_cols, planes), interpret=interpret,
-        out_shape=jax.ShapeDtypeStruct((planes * h * w,), jnp.int32),
-        compiler_params=plgpu.CompilerParams(num_warps=a_warps, num_stages=1))
-    second = pl.pallas_call(
-        h_pass, grid=(b_rows * b_cols, planes), interpret=interpret,
-        out_shape=jax.ShapeDtypeStruct((planes * h * w,), jnp.int32),
-        compiler_params=plgpu.CompilerParams(num_warps=b_warps, num_stages=1))
+    first = _pass_call(w_pass, (a_rows * a_cols, planes), planes * h * w, jnp.int32, a_warps, interpret)
+    second = _pass_call(h_pass, (b_rows * b_cols, planes), planes * h * w, jnp.int32, b_warps, interpret)
 
     def run(img: Any) -> Any:
         require_dtype(jnp.zeros((), jnp.int64), "int64", "spline_filter")  # JAX without x64: refuse (trace time)

@@ -181,7 +181,7 @@ def choose_method(method: str, video_dtype: Any, padded_shape: tuple[int, ...], 
     # auto: direct costs one multiply-add per nonzero tap and output; the 3-D FFT ~ N log2 N per
     # transform, three transforms (video, kernel, inverse) per kernel of the bank.
     b = backend()
-    per_mac, per_unit = COSTS["host" if b.runs_on_host else b.name if b.name in COSTS else "cupy"]
+    per_mac, per_unit = COSTS["host"] if b.runs_on_host else COSTS.get(b.name, COSTS["cupy"])
     f, kt, kh, kw = taps.shape
     outputs = (padded_shape[-3] - kt + 1) * (padded_shape[-2] - kh + 1) * (padded_shape[-1] - kw + 1)
     direct = per_mac * outputs * int(np.count_nonzero(taps))

@@ -681,6 +681,20 @@ def test_jax_whole_plan_scan_in_interpret_mode_gives_numpys_candidates(monkeypat
             for split in (None, 1, 3):
                 got = det.candidates(b.xp.asarray(img), scale_factor=1.2, split_stage=split)
                 assert_same_bits(expected, got)
+    # A batch in one program (the frame's program mapped over the frames), one read for all.
+    frames = np.stack([img, img[::-1].copy(), np.full_like(img, 90)])
+    for mn in (0, 2):
+        want = [det.detect(f, scale_factor=1.2, min_neighbors=mn) for f in frames]
+        for head, capacity in ((4096, 4096), (3, 4096), (4096, 3)):  # survivors or boxes past the read
+            monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_HEAD", head)
+            monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_GROUP_CAPACITY", capacity)
+            with portcv.using("jax") as b:
+                got = det.detect(b.xp.asarray(frames), scale_factor=1.2, min_neighbors=mn)
+            assert len(got) == len(want)
+            for (wb, wn), (gb, gn) in zip(want, got):
+                assert_same_bits(wb, gb)
+                assert_same_bits(wn, gn)
+    monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_HEAD", 3)
     # The grouping in the same program; above its capacity it declines and the host groups.
     boxes = {mn: det.detect(img, scale_factor=1.2, min_neighbors=mn) for mn in (1, 2)}
     assert len(boxes[1][0]) > 0

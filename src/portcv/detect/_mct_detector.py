@@ -259,8 +259,9 @@ def _compiled(backend_name: str, what: str) -> Any:
     b = backends.get(backend_name)
     if what == "codes":
         return b.jit(_codes, static_argnames=("shape",))
-    if what == "whole":
-        return b.jit(_whole_scan, static_argnames=("shape", "segments", "head", "group", "window", "capacity"))
+    if what in ("whole", "whole frames"):
+        return b.jit(_whole_scan if what == "whole" else whole_scan_frames,
+                     static_argnames=("shape", "segments", "head", "group", "window", "capacity"))
     return b.jit(_segment, static_argnames=("stages", "cap"))
 
 
@@ -502,6 +503,8 @@ class MCTDetector:
         gray, batched = to_gray(img, channel_axis)
         args = (sf, 0 if raw else mn, mins, maxs, st, split, devs)
         if batched:
+            if devs is None and whole_plan_scan(backend()) and gray.shape[0] > 1:
+                return self._detect_frames(gray, *args)
             return [self._detect_one(gray[t], *args) for t in range(gray.shape[0])]
         return self._detect_one(gray, *args)
 
@@ -691,21 +694,10 @@ class MCTDetector:
             # to one device keeps its computations there (same bits, no overlap): pass host frames.
             gray = gray.copy()
         gray = b.asarray(gray)
-        xmap, ymap, xtab, ytab, offsets = geo.on(b)
-        position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
-        ranges = c.stage_ranges()
-        bounds = self._bounds(b, split)
-        segments = tuple(tuple((j, ranges[j]) for j in range(s0, s1)) for s0, s1 in zip(bounds[:-1], bounds[1:]))
         if whole_plan_scan(b):
             # One program and one read a frame: the survivors' count and first indices, or the
             # first grouped boxes (the count and the whole plan stay on the device).
-            n = int(offsets.shape[0])
-            capacity = WHOLE_SCAN_GROUP_CAPACITY
-            group_arrays = None if group is None else geo.group_arrays(b, capacity)
-            survivors, plan, first, grouped = _compiled(b.name, "whole")(
-                gray, xmap, ymap, xtab, ytab, offsets, position_offsets, lut, thresholds, group_arrays,
-                shape=geo.packed_shape, segments=segments, head=min(n, WHOLE_SCAN_HEAD), group=group,
-                window=c.window, capacity=capacity)
+            survivors, plan, first, grouped = self._launch_whole(b, gray, geo, split, group)
             yield
             if group is not None:
                 boxes = self._read_group(grouped, first)
@@ -715,6 +707,11 @@ class MCTDetector:
             count = int(survivors[0])
             found = survivors[1:1 + count] if count < survivors.shape[0] else to_numpy(plan)[:count]
             return found.astype(np.int64)
+        xmap, ymap, xtab, ytab, offsets = geo.on(b)
+        position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
+        ranges = c.stage_ranges()
+        bounds = self._bounds(b, split)
+        segments = tuple(tuple((j, ranges[j]) for j in range(s0, s1)) for s0, s1 in zip(bounds[:-1], bounds[1:]))
         codes = _compiled(b.name, "codes")(gray, xmap, ymap, xtab, ytab, shape=geo.packed_shape)
         segment = _compiled(b.name, "segment")
         n = int(offsets.shape[0])
@@ -771,12 +768,69 @@ class MCTDetector:
                                             group=(mn, width, height) if mn > 0 else None)
         if grouped is not None:
             return grouped
+        return self._boxes(found, levels, mn, width, height)
+
+    def _boxes(self, found: np.ndarray, levels: list, mn: int, width: int, height: int) -> tuple:
+        """``(boxes, neighbours)`` of candidates ``found`` (``(level, x, y)`` rows), grouped on
+        the host."""
         if found.shape[0] == 0:
             return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
         factors = np.array([f for f, _ in levels], np.float32)
         rects = level_rects(factors, found[:, 0], found[:, 1], found[:, 2], self.cascade.window)
         return group_and_clip(rects, mn, width, height)
 
+    def _detect_frames(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, step: int, split: int | None,
+                       devices: tuple | None) -> list:
+        """:meth:`_detect_one` of each frame of a ``(T, H, W)`` batch where the backend scans a
+        frame in one program (:func:`whole_plan_scan`): one program for the whole batch (the
+        frame's program mapped over the frames) and one read of every frame's grouped boxes and
+        survivors. A frame whose survivors do not fit the read is scanned again alone."""
+        b = backend()
+        frames, height, width = gray.shape
+        levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1)
+        used = [geo for geo in geos if geo.offsets.size]
+        if len(used) != 1:  # no window at all (or a split geometry): frame by frame
+            return [self._detect_one(gray[t], sf, mn, mins, maxs, step, split, devices) for t in range(frames)]
+        geo = used[0]
+        group = (mn, width, height) if mn > 0 else None
+        survivors, grouped = self._launch_whole(b, b.asarray(gray), geo, split, group, frames=True)
+        survivors = to_numpy(survivors)
+        grouped = None if grouped is None else to_numpy(grouped)
+        out = []
+        for t in range(frames):
+            if grouped is not None:
+                boxes = self._read_group(grouped[t], grouped[t, : 2 + 5 * GROUP_READ])
+                if boxes is not None:
+                    out.append(boxes)
+                    continue
+            count = int(survivors[t, 0])
+            if count >= survivors.shape[1]:  # more survivors than the read holds
+                out.append(self._detect_one(gray[t], sf, mn, mins, maxs, step, split, devices))
+                continue
+            idx = survivors[t, 1:1 + count].astype(np.int64)
+            found = np.stack([geo.level[idx], geo.x[idx], geo.y[idx]], axis=1).astype(np.int32)
+            out.append(self._boxes(found, levels, mn, width, height))
+        return out
+
+    def _launch_whole(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, group: Any,
+                      frames: bool = False) -> tuple:
+        """Launch the one-program scan of frame ``gray``: :func:`_whole_scan`'s outputs; with
+        ``frames``, of every frame of a ``(T, H, W)`` batch in one program:
+        ``(survivors, grouped)`` stacked per frame (:func:`_mct_pallas.whole_scan_frames`)."""
+        c = self.cascade
+        xmap, ymap, xtab, ytab, offsets = geo.on(b)
+        position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
+        ranges = c.stage_ranges()
+        bounds = self._bounds(b, split)
+        segments = tuple(tuple((j, ranges[j]) for j in range(s0, s1)) for s0, s1 in zip(bounds[:-1], bounds[1:]))
+        n = int(offsets.shape[0])
+        capacity = WHOLE_SCAN_GROUP_CAPACITY
+        group_arrays = None if group is None else geo.group_arrays(b, capacity)
+        return _compiled(b.name, "whole frames" if frames else "whole")(
+            gray, xmap, ymap, xtab, ytab, offsets, position_offsets, lut, thresholds, group_arrays,
+            shape=geo.packed_shape, segments=segments, head=min(n, WHOLE_SCAN_HEAD), group=group, window=c.window,
+            capacity=capacity)
+
 
 from . import _mct_cuda  # noqa: E402,F401  (registers the CuPy overrides)
-from ._mct_pallas import whole_plan_scan  # noqa: E402  (also registers the JAX override)
+from ._mct_pallas import whole_plan_scan, whole_scan_frames  # noqa: E402  (also registers the JAX override)

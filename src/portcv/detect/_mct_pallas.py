@@ -34,6 +34,21 @@ def whole_plan_scan(b: Any) -> bool:
     return b.static_shapes and not b.runs_on_host and pallas_triton_usable()
 
 
+def whole_scan_frames(grays: Any, *args: Any, **static: Any) -> tuple:
+    """``_mct_detector._whole_scan`` of each frame of ``(T, H, W)`` ``grays`` in one program (a
+    ``lax.map`` over the frames, so it compiles once whatever T): ``(survivors, grouped)``
+    stacked per frame (``grouped`` None without a grouping)."""
+    from jax import lax
+
+    from ._mct_detector import _whole_scan
+
+    def one(gray: Any) -> tuple:
+        survivors, _plan, _first, grouped = _whole_scan(gray, *args, **static)
+        return survivors, grouped
+
+    return lax.map(one, grays)
+
+
 @segment_alive_kernel.override("jax", supports="every input (on a GPU: a Pallas kernel)")
 def _segment_alive_jax(codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any,
                        thresholds: Any, *, stages: tuple) -> Any:

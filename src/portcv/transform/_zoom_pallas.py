@@ -44,6 +44,32 @@ def _pass_call(program: Any, grid: tuple, size: int, dtype: Any, warps: int, int
                           compiler_params=plgpu.CompilerParams(num_warps=warps, num_stages=1))
 
 
+def _planar_shape(shape: tuple, has_channels: bool) -> tuple:
+    """``(h, w, channels, lead, planes)`` of a ``(..., H, W[, C])`` shape: the kernels run on
+    planar data, one plane per frame and channel."""
+    h, w = shape[-3:-1] if has_channels else shape[-2:]
+    channels = shape[-1] if has_channels else 1
+    lead = shape[:-3] if has_channels else shape[:-2]
+    return h, w, channels, lead, int(np.prod(lead, dtype=np.int64)) * channels
+
+
+def _to_planes(x: Any, h: int, w: int, channels: int) -> Any:
+    """``(..., H, W[, C])`` ``x`` as one flat array of its planes."""
+    import jax.numpy as jnp
+
+    return jnp.reshape(jnp.moveaxis(jnp.reshape(x, (-1, h, w, channels)), -1, 1), (-1,))
+
+
+def _from_planes(out: Any, lead: tuple, channels: int, size: tuple, has_channels: bool) -> Any:
+    """Flat planes ``out`` of ``size`` each back to ``lead + size (+ (channels,))``."""
+    import jax.numpy as jnp
+
+    out = jnp.reshape(out, (-1, channels) + size)
+    if has_channels:
+        return jnp.reshape(jnp.moveaxis(out, 1, -1), lead + size + (channels,))
+    return jnp.reshape(out, lead + size)
+
+
 #: Tiles (rows x columns, warps) of the interpolation's W pass (over source rows) and H pass (over
 #: output rows). H200, µs a frame (QCIF x7 in a batch of 64 / one QCIF frame / 1080p x2): 4 x 128
 #: then 8 x 128, 4 warps 5.5 / 39.9 / 54.0; 8 x 64, 2 warps 5.4 / 48.2 / 61.5; 16 x 32, 2 warps
@@ -73,10 +99,7 @@ def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], 
 
     from ..backends.jax import jit
 
-    h, w = shape[-3:-1] if has_channels else shape[-2:]
-    channels = shape[-1] if has_channels else 1
-    lead = shape[:-3] if has_channels else shape[:-2]
-    planes = int(np.prod(lead, dtype=np.int64)) * channels
+    h, w, channels, lead, planes = _planar_shape(shape, has_channels)
     dh, dw = size
     (ah, aw, a_warps), (bh, bw, b_warps) = tiles
     if min(planes, h, w, dh, dw) <= 0 or planes > 65535 or planes * max(h * w, h * dw, dh * dw) > 2**31 - 1:
@@ -140,14 +163,9 @@ def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], 
     def run(coef: Any) -> Any:
         if not narrow:  # JAX without x64: refuse (at trace time) as the portable version does
             require_dtype(jnp.zeros((), acc_type), "int64", "zoom")
-        x = jnp.reshape(coef, (-1, h, w, channels))
-        x = jnp.reshape(jnp.moveaxis(x, -1, 1), (-1,))
-        mid = first(x, jnp.asarray(x_index), jnp.asarray(x_weight))
+        mid = first(_to_planes(coef, h, w, channels), jnp.asarray(x_index), jnp.asarray(x_weight))
         out = second(mid, jnp.asarray(y_index), jnp.asarray(y_weight))
-        out = jnp.reshape(out, (-1, channels, dh, dw))
-        if has_channels:
-            return jnp.reshape(jnp.moveaxis(out, 1, -1), lead + (dh, dw, channels))
-        return jnp.reshape(out, lead + (dh, dw))
+        return _from_planes(out, lead, channels, (dh, dw), has_channels)
 
     return jit(run)
 
@@ -191,10 +209,7 @@ def pallas_prefilter(shape: tuple, *, has_channels: bool, tiles: tuple = PREFILT
 
     from ..backends.jax import jit
 
-    h, w = shape[-3:-1] if has_channels else shape[-2:]
-    channels = shape[-1] if has_channels else 1
-    lead = shape[:-3] if has_channels else shape[:-2]
-    planes = int(np.prod(lead, dtype=np.int64)) * channels
+    h, w, channels, lead, planes = _planar_shape(shape, has_channels)
     if min(planes, h, w) <= 0 or planes > 65535 or planes * h * w > 2**31 - 1:
         return None
     taps = prefilter_taps()
@@ -245,12 +260,7 @@ def pallas_prefilter(shape: tuple, *, has_channels: bool, tiles: tuple = PREFILT
 
     def run(img: Any) -> Any:
         require_dtype(jnp.zeros((), jnp.int64), "int64", "spline_filter")  # JAX without x64: refuse (trace time)
-        x = jnp.reshape(img, (-1, h, w, channels))
-        x = jnp.reshape(jnp.moveaxis(x, -1, 1), (-1,))
-        out = second(first(x, jnp.asarray(x_index)), jnp.asarray(y_index))
-        out = jnp.reshape(out, (-1, channels, h, w))
-        if has_channels:
-            return jnp.reshape(jnp.moveaxis(out, 1, -1), shape)
-        return jnp.reshape(out, shape)
+        out = second(first(_to_planes(img, h, w, channels), jnp.asarray(x_index)), jnp.asarray(y_index))
+        return _from_planes(out, lead, channels, (h, w), has_channels)
 
     return jit(run)

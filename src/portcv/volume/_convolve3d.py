@@ -595,12 +595,13 @@ def pallas_conv3d(shape: tuple, kernel_shape: tuple, interpret: bool = False) ->
 
         def row_tap(n: Any, acc: tuple) -> tuple:
             acc = list(acc)
+            # Row n's masks, one per column tap, the same for every input frame.
+            masks = [inside(y0 + n, x0 + m, hp, wp, rows_overhang, cols_overhang) for m in range(kw)]
             for tt in range(tf + kt - 1):  # input frame t0 + tt
                 frame = t0 + tt
                 if frames_overhang:
                     frame = jnp.minimum(frame, tp - 1)  # frames past the end feed only uncut outputs
-                for m in range(kw):
-                    mask = inside(y0 + n, x0 + m, hp, wp, rows_overhang, cols_overhang)
+                for m, mask in enumerate(masks):
                     window = plgpu.load(x_ref.at[plane, frame, pl.ds(y0 + n, bh), pl.ds(x0 + m, bw)], mask=mask,
                                         other=0 if mask is not None else None).astype(jnp.float32)
                     for j in range(max(0, tt - kt + 1), min(tf, tt + 1)):  # output frames reaching it

@@ -36,7 +36,7 @@ def whole_plan_scan(b: Any) -> bool:
 
 def whole_scan_frames(grays: Any, *args: Any, **static: Any) -> tuple:
     """``_mct_detector._whole_scan`` of each frame of ``(T, H, W)`` ``grays`` in one program (a
-    ``lax.map`` over the frames, so it compiles once whatever T): ``(survivors, grouped)``
+    ``lax.map`` over the frames: the program does not grow with T): ``(survivors, grouped)``
     stacked per frame (``grouped`` None without a grouping)."""
     from jax import lax
 

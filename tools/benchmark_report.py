@@ -173,8 +173,24 @@ def _sort_key(item):
     return (name, tuple(_pixels(v) or v for _, v in others))
 
 
-def speed_table(run: Run) -> list[str]:
-    rows = rows_by_op(run, "time_")
+#: Units of the ``track_*_per_frame`` benchmarks, by the name's ending: seconds per unit.
+PER_FRAME_UNITS = {"_us_per_frame": 1e-6, "_ms_per_frame": 1e-3}
+
+
+def per_frame_rows(run: Run) -> dict:
+    """:func:`rows_by_op` of the ``track_*_{us,ms}_per_frame`` benchmarks (time per frame in a
+    batch, the figure GPU backends are judged by), in seconds."""
+    out = {}
+    for (name, others), cells in rows_by_op(run, "track_").items():
+        scale = next((v for k, v in PER_FRAME_UNITS.items() if name.endswith(k)), None)
+        if scale is not None:
+            out[(name, others)] = {b: v * scale for b, v in cells.items()}
+    return out
+
+
+def speed_table(run: Run, rows: dict | None = None) -> list[str]:
+    """Times per backend with the speedup over NumPy: the ``time_*`` benchmarks, or ``rows``."""
+    rows = rows_by_op(run, "time_") if rows is None else rows
     if not rows:
         return []
     backends = _ordered_backends(b for cells in rows.values() for b in cells)
@@ -243,6 +259,11 @@ def report_markdown(runs: list[Run], gpu_bench: dict | None, gpu_machine: str, i
         if table:
             out += ["Median time of one synchronized call; in brackets the speedup over NumPy on the same "
                     "machine (`n/a`: skipped or not run).", ""] + table + [""]
+        per_frame = speed_table(run, per_frame_rows(run))
+        if per_frame:
+            out += ["Time per frame in a batch (the `track_*_per_frame` benchmarks: one call on a stack of "
+                    "frames, divided by the frames; NumPy one frame a call); in brackets the speedup over "
+                    "NumPy.", ""] + per_frame + [""]
         bw = bandwidth_table(run, copy_gbs)
         if bw:
             roof = (f"; in brackets the fraction of the measured device-to-device copy bandwidth, "

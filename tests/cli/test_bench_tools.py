@@ -185,8 +185,10 @@ def test_benchmark_report_tables_and_plots(tmp_path):
     times = [0.010, 0.040, 0.160, 0.005, 0.010, 0.020, 0.0001, 0.0002, 0.0004, 0.002, 0.008, 0.032,
              0.0002, None, nan]
     gbs = [0.1, 0.1, 0.1, 0.2, 0.4, 0.8, 100.0, 800.0, 1600.0, 1.0, 1.0, 1.0, nan, nan, nan]
+    per_frame = [80.0, 300.0, 1200.0, 0.4, 1.2, 5.0, 0.2, 0.7, 2.5, None, None, None, None, None, None]
     _write_results(results, "h100", "abcdef0123456789", {"bench_filters.GaussianBlur.time_gaussian_blur": times},
-                   {"bench_filters.GaussianBlur.track_gaussian_blur_bandwidth": gbs})
+                   {"bench_filters.GaussianBlur.track_gaussian_blur_bandwidth": gbs,
+                    "bench_detect.MCTBatch.track_detect_ms_per_frame": per_frame})
     gpu_bench = tmp_path / "gpu_bench.json"
     gpu_bench.write_text(json.dumps({"device": "test GPU", "copy_GBps": 3200.0, "ops": [
         {"op": "gaussian_blur k5", "size": "3840x2160", "bytes": 16588800, "cupy_batch8_ms_per_frame": 0.01,
@@ -200,6 +202,9 @@ def test_benchmark_report_tables_and_plots(tmp_path):
     assert "old" not in text and "more prose" in text and text.count(report.START) == 1
     assert "### Machine `h100`" in text and "commit `abcdef01`" in text
     assert "| `GaussianBlur.time_gaussian_blur` | 3840x2160 | 160 ms | 20.00 ms (8.0x) | 400 µs (400x) |" in text
+    # The per-frame table, in the benchmark's unit (ms) read as time, beside NumPy's one frame a call.
+    assert "| `MCTBatch.track_detect_ms_per_frame` | 1920x1080 | 300 ms | 1.20 ms (250x) | 700 µs (429x) |" in text
+    assert "MCTBatch" not in text.split("Achieved bandwidth")[1]  # not read as a bandwidth
     assert "1600.0 (50%)" in text  # cupy GB/s and its fraction of the 3200 GB/s copy bandwidth
     assert "| gaussian_blur k5 | 3840x2160 |" in text
     assert report.main(args) == 0  # idempotent

@@ -22,8 +22,6 @@ peer only).
 from __future__ import annotations
 
 import functools
-import statistics
-import time
 from typing import Any, Callable
 
 import numpy as np
@@ -328,13 +326,8 @@ class _ZoomStage(Benchmark):
         self.op = zoom_op(backend, case, self.stage)
         self.frames = ZOOM_CASES[case][0]
 
-    def _us_per_frame(self, calls: int = 3) -> float:
-        times = []
-        for _ in range(calls):
-            t0 = time.perf_counter()
-            self.op()
-            times.append(time.perf_counter() - t0)
-        return round(1e6 * statistics.median(times) / self.frames, 1)
+    def _us_per_frame(self) -> float:
+        return round(1e6 * self.op.median_s(min_calls=5, budget_s=1.0) / self.frames, 1)
 
 
 class Zoom(_ZoomStage):

@@ -574,17 +574,22 @@ class MCTDetector:
             self._device[key] = hit
         return hit
 
-    def _bounds(self, b: Any, split: int | None) -> tuple:
+    def _segments(self, b: Any, split: int | None) -> tuple:
+        """The scan's stage segments on backend ``b``: per segment, its ``(stage, (start, end))``
+        position ranges; a compaction follows each segment."""
         S = self.cascade.n_stages
-        if split is None:
-            if b.runs_on_host and not b.static_shapes:
-                return tuple(range(S + 1))  # NumPy: a compaction is one flatnonzero, so after every stage
-            if whole_plan_scan(b):
-                # Compactions cost no count read here: one more before the long last stage, so it
-                # runs on that stage's windows only.
-                return tuple(sorted({0, min(2, S), max(S - 1, 0), S}))
-            split = min(2, S)
-        return tuple(sorted({0, split, S}))
+        if split is not None:
+            bounds = sorted({0, split, S})
+        elif b.runs_on_host and not b.static_shapes:
+            bounds = range(S + 1)  # NumPy: a compaction is one flatnonzero, so after every stage
+        elif whole_plan_scan(b):
+            # Compactions cost no count read here: one more before the long last stage, so it runs
+            # on that stage's windows only.
+            bounds = sorted({0, min(2, S), max(S - 1, 0), S})
+        else:
+            bounds = sorted({0, min(2, S), S})
+        ranges = self.cascade.stage_ranges()
+        return tuple(tuple((j, ranges[j]) for j in range(s0, s1)) for s0, s1 in zip(bounds[:-1], bounds[1:]))
 
     def _scan(self, gray: Any, sf: float, mins: tuple, maxs: Any, step: int, split: int | None,
               devices: tuple | None, group: tuple | None = None) -> tuple[np.ndarray, list, Any]:
@@ -688,7 +693,6 @@ class MCTDetector:
         their grouped boxes (one copy of the boxes instead of the indices) when they fit the
         device grouping. ``launch_only`` (CuPy, with ``group``): no read at all; it returns the
         device arrays ``(plan, count, grouped)`` for :meth:`_recorded_scan`."""
-        c = self.cascade
         if several and b.owns(gray) and not b.runs_on_host:
             # CuPy's copy lands on the current device (across devices too); a JAX array committed
             # to one device keeps its computations there (same bits, no overlap): pass host frames.
@@ -709,9 +713,7 @@ class MCTDetector:
             return found.astype(np.int64)
         xmap, ymap, xtab, ytab, offsets = geo.on(b)
         position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
-        ranges = c.stage_ranges()
-        bounds = self._bounds(b, split)
-        segments = tuple(tuple((j, ranges[j]) for j in range(s0, s1)) for s0, s1 in zip(bounds[:-1], bounds[1:]))
+        segments = self._segments(b, split)
         codes = _compiled(b.name, "codes")(gray, xmap, ymap, xtab, ytab, shape=geo.packed_shape)
         segment = _compiled(b.name, "segment")
         n = int(offsets.shape[0])
@@ -820,9 +822,7 @@ class MCTDetector:
         c = self.cascade
         xmap, ymap, xtab, ytab, offsets = geo.on(b)
         position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
-        ranges = c.stage_ranges()
-        bounds = self._bounds(b, split)
-        segments = tuple(tuple((j, ranges[j]) for j in range(s0, s1)) for s0, s1 in zip(bounds[:-1], bounds[1:]))
+        segments = self._segments(b, split)
         n = int(offsets.shape[0])
         capacity = WHOLE_SCAN_GROUP_CAPACITY
         group_arrays = None if group is None else geo.group_arrays(b, capacity)

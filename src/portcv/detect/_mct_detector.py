@@ -296,6 +296,10 @@ class MCTGeometry:
         self.code_width = cw
         self._device: dict = {}
 
+    def windows(self, idx: np.ndarray) -> np.ndarray:
+        """``(level, x, y)`` int32 rows of the windows at indices ``idx``."""
+        return np.stack([self.level[idx], self.x[idx], self.y[idx]], axis=1)
+
     def on(self, b: Any) -> tuple:
         key = b.device_key()
         hit = self._device.get(key)
@@ -616,9 +620,8 @@ class MCTDetector:
                                    for _, geo in groups], scopes)
         if len(hits) == 1 and isinstance(hits[0], tuple):  # grouped on the device
             return np.zeros((0, 3), np.int32), levels, hits[0]
-        found = [np.stack([geo.level[idx], geo.x[idx], geo.y[idx]], axis=1)
-                 for (_, geo), idx in zip(groups, hits) if idx.size]
-        out = np.concatenate(found).astype(np.int32) if found else np.zeros((0, 3), np.int32)
+        found = [geo.windows(idx) for (_, geo), idx in zip(groups, hits) if idx.size]
+        out = np.concatenate(found) if found else np.zeros((0, 3), np.int32)
         return out, levels, None
 
     @staticmethod
@@ -801,7 +804,7 @@ class MCTDetector:
         out = []
         for t in range(frames):
             if grouped is not None:
-                boxes = self._read_group(grouped[t], grouped[t, : 2 + 5 * GROUP_READ])
+                boxes = self._read_group(grouped[t])
                 if boxes is not None:
                     out.append(boxes)
                     continue
@@ -809,8 +812,7 @@ class MCTDetector:
             if count >= survivors.shape[1]:  # more survivors than the read holds
                 out.append(self._detect_one(gray[t], sf, mn, mins, maxs, step, split, devices))
                 continue
-            idx = survivors[t, 1:1 + count].astype(np.int64)
-            found = np.stack([geo.level[idx], geo.x[idx], geo.y[idx]], axis=1).astype(np.int32)
+            found = geo.windows(survivors[t, 1:1 + count])
             out.append(self._boxes(found, levels, mn, width, height))
         return out
 

@@ -4,7 +4,9 @@ The property tests compare ``numpy`` (the overrides) with ``numpy:readonly`` (th
 versions) on images of a few dozen pixels, which fit one row band. Here the bands are shrunk to
 two rows, so every band boundary (the separable and 2-D filters' and Canny candidates' halo rows, the
 median's tile rows, the integral's running rows) lies inside small images, and the bands run on
-the thread pool; and the byte-pair histogram of big gray frames gets a frame of its own.
+the thread pool; and the byte-pair histogram of big gray frames gets a frame of its own. Every
+override also runs on strided, negatively strided and transposed views of the arrays its public
+function passes it (the readonly backend runs the portable versions on contiguous arrays only).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def test_big_frames_equal_the_portable_versions() -> None:
     """The byte-pair histogram of gray frames of 2**16 pixels or more (an odd count here), and
     rgb_to_gray over more than one of its bands, give the portable bits."""
     rng = np.random.default_rng(0)
-    gray = rng.integers(0, 256, (2, 255, 257), dtype=np.uint8)
+    gray = rng.integers(0, 256, (2, 257, 257), dtype=np.uint8)
     for bins in (256, 16):
         _same_as_portable("histogram", gray, bins=bins, has_channels=False)
     rgb = rng.integers(0, 256, (131, 129, 3), dtype=np.uint8)
@@ -177,3 +179,167 @@ def test_hysteresis_in_small_row_bands_equals_the_portable_version(monkeypatch: 
     diagonal[5, 5] = 2
     _same_as_portable("canny_hysteresis", diagonal)
     _same_as_portable("canny_hysteresis", diagonal[:, ::-1].copy())
+
+
+# --------------------------------------------------------------------------------------------
+# Every override on non-contiguous inputs
+# --------------------------------------------------------------------------------------------
+def _strided(a: np.ndarray) -> np.ndarray:
+    """``a``'s values in a view whose last axis has a stride of two elements (a channel slice)."""
+    buffer = np.zeros(a.shape + (2,), a.dtype)
+    buffer[..., 0] = a
+    return buffer[..., 0]
+
+
+def _negative(a: np.ndarray) -> np.ndarray:
+    """``a``'s values in a view with negative strides on every axis."""
+    return np.flip(np.flip(a).copy())
+
+
+def _transposed(a: np.ndarray) -> np.ndarray:
+    """``a``'s values in a transposed layout (Fortran order: the transpose of a C array)."""
+    return np.asfortranarray(a)
+
+
+LAYOUTS = {"strided": _strided, "negative": _negative, "transposed": _transposed}
+
+
+def _face_cascade_detector(name: str = "haarcascade_frontalface_default.xml") -> object:
+    return portcv.detect.CascadeDetector(portcv.detect.load_cascade(name).truncated(3))
+
+
+def _sent(encoded: tuple) -> tuple:
+    count, diffs, positions, _ = encoded
+    return diffs, positions, count
+
+
+def _propagate_scene() -> tuple:
+    rng = np.random.default_rng(7)
+    depth = (40 + 2 * rng.integers(0, 3, (9, 11))).astype(np.uint8)
+    K = np.array([[8.0, 0, 5.0], [0, 8.0, 4.0], [0, 0, 1]])
+    return depth, K, K, np.eye(3), np.array([1.0, 0.0, 2.0]), (9, 11)
+
+
+#: kernel -> calls of public functions that reach its NumPy override's fast paths (with the
+#: bands, blocks and checks shrunk by the ``small_host_blocks`` fixture), on images of noise.
+_RNG = np.random.default_rng(53)
+_GRAY = _RNG.integers(0, 256, (23, 29), dtype=np.uint8)
+_RGB = _RNG.integers(0, 256, (17, 19, 3), dtype=np.uint8)
+_BATCH = _RNG.integers(0, 256, (2, 22, 26), dtype=np.uint8)
+_TALL = _RNG.integers(0, 256, (2, 61, 21), dtype=np.uint8)
+_WIDE_GALLERY = _RNG.integers(0, 256, (4100, 4), dtype=np.uint8)
+_FEATURES = _RNG.integers(0, 256, (5, 40), dtype=np.uint8), _RNG.integers(0, 256, (9, 40), dtype=np.uint8)
+OVERRIDE_DRIVERS = {
+    "canny_candidates": lambda: portcv.edges.canny(_BATCH, 40, 120, channel_axis=None),
+    "canny_hysteresis": lambda: portcv.edges.canny(_BATCH, 40, 120, channel_axis=None),
+    "cascade_candidates": lambda: _face_cascade_detector().detect(_RNG.integers(0, 256, (48, 56), dtype=np.uint8),
+                                                                 min_neighbors=0, scale_factor=1.25, split_stage=1),
+    "cascade_compact": lambda: OVERRIDE_DRIVERS["cascade_candidates"](),
+    "cascade_evaluate": lambda: _face_cascade_detector("haarcascade_frontalface_alt2.xml").detect(  # trees
+        _RNG.integers(0, 256, (48, 56), dtype=np.uint8), min_neighbors=0, scale_factor=1.25),
+    "cascade_evaluate_plan": lambda: OVERRIDE_DRIVERS["cascade_candidates"](),
+    "cascade_integrals": lambda: OVERRIDE_DRIVERS["cascade_evaluate"](),
+    "cascade_pyramid": lambda: OVERRIDE_DRIVERS["cascade_evaluate"](),
+    "chi_square": lambda: (portcv.recognize.chi_square(*_FEATURES, max_count=255),  # a table of the terms
+                           portcv.recognize.chi_square(*(f.astype(np.uint16) for f in _FEATURES))),  # float64
+    "convolve2d": lambda: portcv.filters.convolve2d(_RGB, np.array([[0, -1, 2], [5, -9, 1]]), 2, dtype="int16"),
+    "delta_decode": lambda: portcv.codec.delta_decode(_GRAY, *_sent(portcv.codec.delta_encode(_GRAY ^ 64, _GRAY))),
+    "delta_encode": lambda: portcv.codec.delta_encode(_GRAY ^ 64, _GRAY),
+    "edges_detect": lambda: portcv.edges.detect(_TALL, 20, 60, channel_axis=None),
+    "gradients": lambda: portcv.filters.gradients(_RGB),
+    "histogram": lambda: (portcv.color.histogram(_RNG.integers(0, 256, (257, 257), dtype=np.uint8)),
+                          portcv.color.histogram(_RGB, bins=16)),
+    "integral": lambda: portcv.transform.integral(_RGB, squared=True),
+    "joint_bilateral": lambda: portcv.filters.joint_bilateral(_RGB, _RGB, 5, 20.0, 3.0),
+    "lexicographic_kmin": lambda: portcv.distance.nearest(_FEATURES[0][:, :4], _WIDE_GALLERY),  # two tiles
+    "local_binary_pattern": lambda: portcv.recognize.local_binary_pattern(_GRAY, 8, 1.0),
+    "mct": lambda: portcv.detect.mct(_BATCH),
+    "mct_segment_alive": lambda: portcv.detect.MCTDetector.default().detect(
+        portcv.data.synthetic_rgb(64, 72, seed=1)[..., 1], min_neighbors=0),
+    "mct_stage_sums": lambda: OVERRIDE_DRIVERS["mct_segment_alive"](),
+    "median_filter": lambda: (portcv.filters.median_filter(_RGB, 3), portcv.filters.median_filter(_GRAY, 5)),
+    "region_histograms": lambda: portcv.recognize.lbp_histograms(_RNG.integers(0, 256, (42, 36), dtype=np.uint8),
+                                                                  region_size=(12, 14)),
+    "resize": lambda: (portcv.transform.resize(_RNG.integers(0, 256, (22, 26, 3), dtype=np.uint8), size=(13, 11)),
+                       portcv.transform.resize(_RNG.integers(0, 256, (22, 26, 2), dtype=np.uint8), size=(13, 11))),
+    "rgb_to_gray": lambda: portcv.color.rgb_to_gray(_RNG.integers(0, 256, (131, 129, 3), dtype=np.uint8)),
+    "separable_filter": lambda: portcv.filters.gaussian_blur(_RGB, ksize=5, sigma=1.2),
+    "spline_prefilter": lambda: portcv.transform.zoom(_BATCH, 1.5),
+    "spline_zoom": lambda: portcv.transform.zoom(_BATCH, 1.5),
+    "sqeuclidean": lambda: portcv.distance.sqeuclidean(*_FEATURES),
+    "zbuffer_min": lambda: portcv.depth.propagate(*_propagate_scene()),
+}
+
+
+@pytest.fixture
+def small_host_blocks(monkeypatch: pytest.MonkeyPatch, two_row_bands: None) -> None:
+    """Every NumPy override's bands and blocks shrunk, so small images take the banded paths."""
+    import portcv.detect._cascade as cascade
+    import portcv.detect._mct_detector as mct_detector
+    import portcv.edges._edges as edges
+    import portcv.transform._zoom as zoom
+
+    monkeypatch.setattr(cascade, "NUMPY_DENSE_MIN", 16)
+    monkeypatch.setattr(edges, "DETECT_BAND_PIXELS", 1)
+    monkeypatch.setattr(edges, "HYSTERESIS_MIN_BAND_ROWS", 1)
+    monkeypatch.setattr(zoom, "NUMPY_BLOCK", 64)
+    monkeypatch.setattr(mct_detector, "STAGE_SUMS_BAND", 7)
+    monkeypatch.setattr(mct_detector, "SEGMENT_CHECK_EVERY", 3)
+
+
+def _recorded_calls(name: str, monkeypatch: pytest.MonkeyPatch, limit: int = 2) -> list[tuple[tuple, dict]]:
+    """The first ``limit`` (arrays, params) the driver of ``name`` passes to the NumPy override."""
+    from portcv._kernel import Override
+
+    k = KERNELS[name]
+    original = k.overrides["numpy"]
+    calls: list[tuple[tuple, dict]] = []
+
+    def record(*arrays: object, **params: object) -> object:
+        if len(calls) < limit:
+            calls.append((tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in arrays), params))
+        return original.fn(*arrays, **params)
+
+    monkeypatch.setitem(k.overrides, "numpy", Override(record, original.supports))
+    with portcv.using("numpy"):
+        OVERRIDE_DRIVERS[name]()
+    monkeypatch.setitem(k.overrides, "numpy", original)
+    return calls
+
+
+def test_every_numpy_override_has_a_non_contiguous_driver() -> None:
+    """A new NumPy override cannot be missed by the non-contiguous test below."""
+    for domain in portcv.DOMAINS:
+        getattr(portcv, domain)  # every domain's kernels registered
+    overridden = {name for name, k in KERNELS.items() if "numpy" in k.overrides}
+    assert overridden == set(OVERRIDE_DRIVERS)
+
+
+@pytest.mark.usefixtures("small_host_blocks")
+@pytest.mark.parametrize("name", sorted(OVERRIDE_DRIVERS))
+def test_numpy_overrides_on_non_contiguous_inputs_equal_the_portable_versions(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each NumPy override, given the arrays its public function passes it as strided, negatively
+    strided and transposed views (the same values), returns the portable version's bits and leaves
+    them unchanged: an override must not assume a C-contiguous input (a strided gray plane of
+    2**16 pixels or more broke the histogram's uint16 view)."""
+    calls = _recorded_calls(name, monkeypatch)
+    assert calls, f"the driver of {name!r} did not reach its NumPy override"
+    k = KERNELS[name]
+    xp = portcv.backends.get("numpy").xp
+    for arrays, params in calls:
+        expected = k.portable(xp, *arrays, **params)
+        for layout, make in LAYOUTS.items():
+            views = tuple(make(a) if isinstance(a, np.ndarray) and a.ndim >= 1 else a for a in arrays)
+            if not any(isinstance(v, np.ndarray) and not v.flags.c_contiguous for v in views):
+                assert layout == "transposed"  # 1-D arrays only: their transpose is themselves
+                continue
+            actual = k.overrides["numpy"].fn(*views, **params)
+            for before, after in zip(arrays, views):
+                if isinstance(before, np.ndarray):
+                    assert np.array_equal(before, after), f"{name} ({layout}) changed an input"
+            if isinstance(expected, tuple):
+                for e, a in zip(expected, actual, strict=True):
+                    assert_same_bits(e, a)
+            else:
+                assert_same_bits(expected, actual)

@@ -108,6 +108,17 @@ def test_histogram_strided_batched_and_large_inputs(backend):
     matches_numpy(backend, color.histogram, np.stack([rgb[:33, :31], rgb[1:34, :31]]), bins=32)
 
 
+def test_histogram_threshold_and_binarize_take_strided_big_gray_planes():
+    """A gray plane of 2**16 pixels or more that is a view (a channel of an RGB frame, flipped,
+    transposed) takes the NumPy histogram's byte-pair path: the bits of its contiguous copy."""
+    rgb = np.random.default_rng(5).integers(0, 256, (256, 257, 3), dtype=np.uint8)
+    for plane in (rgb[..., 1], rgb[::-1, ::-1, 0], rgb[..., 2].T):
+        copy = np.ascontiguousarray(plane)
+        with portcv.using("numpy"):
+            for fn in (color.histogram, color.threshold_otsu, color.binarize_auto):
+                assert_same_bits(fn(copy), fn(plane))
+
+
 @given(data=images(channels=(None, 1, 3), max_h=7, max_w=9), bins=bins_values)
 def test_histogram_equals_counting_loop(data, bins):
     img, axis = data

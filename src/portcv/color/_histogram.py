@@ -95,7 +95,9 @@ def _histogram_numpy(img: Any, *, bins: int, has_channels: bool) -> Any:
         counts = np.empty((frames, 256), np.int64)
         for f in range(frames):
             row = x[f]
-            even = row[: pixels - pixels % 2]
+            # The uint16 view needs contiguous bytes: a strided plane (a channel of an RGB
+            # frame, a flipped or transposed view) is copied first.
+            even = np.ascontiguousarray(row[: pixels - pixels % 2])
             pair = np.bincount(even.view(np.uint16), minlength=1 << 16).reshape(256, 256)
             counts[f] = pair.sum(0) + pair.sum(1)
             if pixels % 2:

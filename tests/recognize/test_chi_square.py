@@ -75,11 +75,20 @@ def test_same_bits_on_every_backend(backend, hs, data):
             assert_same_bits(e, a)
 
 
+def _kernel_on(backend, Q, G, w, max_count):
+    """The chi-square kernel itself (no count check) on ``backend``, its D as NumPy."""
+    params = dict(frac_bits=frac_bits(max_count), parts=max(1, min(8, Q.shape[1])), max_count=max_count)
+    with portcv.using(backend):
+        D = chi_square_kernel(portcv.asarray(Q), portcv.asarray(G), portcv.asarray(np.asarray(w, np.int64)), **params)
+        assert portcv.backend().owns(D)
+        return portcv.to_numpy(D)
+
+
 @given(data=st.data())
-def test_counts_above_max_count_give_the_portable_bits_on_every_backend(backend, data):
-    """Outside the definition (counts above max_count, where the portable int32 terms wrap)
-    every backend still returns the portable version's bits (the CUDA kernel repeats its int32
-    steps there)."""
+def test_the_kernel_gives_the_portable_bits_for_counts_above_max_count(backend, data):
+    """Outside the definition (counts above max_count, where the portable int32 terms wrap), which
+    chi_square and nearest refuse, the kernel itself still returns the portable version's bits on
+    every backend (the CUDA kernel repeats its int32 steps there)."""
     dtype = data.draw(st.sampled_from(["uint8", "uint16", "int32"]))
     high = {"uint8": 256, "uint16": 65536, "int32": 2**20}[dtype]
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
@@ -90,10 +99,79 @@ def test_counts_above_max_count_give_the_portable_bits_on_every_backend(backend,
     G[:, :, ::3] = rng.integers(0, 4, G[:, :, ::3].shape)  # some in-range pairs beside the large ones
     w = rng.integers(0, 256, regions)
     max_count = data.draw(st.sampled_from([3, 255, 1000, 4095]))  # CUDA: the small-count path and the other
-    expected = on_backend("numpy", recognize.chi_square, Q, G, weights=w, max_count=max_count)
-    actual = on_backend(backend, recognize.chi_square, Q, G, weights=w, max_count=max_count)
-    assert expected[1] == actual[1]
-    assert_same_bits(expected[0], actual[0])
+    assert_same_bits(_kernel_on("numpy", Q, G, w, max_count), _kernel_on(backend, Q, G, w, max_count))
+
+
+#: Counts outside [0, max_count] (issue 53): (query, gallery, max_count, the argument named, the message).
+OUT_OF_RANGE = {
+    "uint16 above an explicit max_count": (np.array([[3000, 0]], np.uint16), np.array([[[0, 3000]]], np.uint16), 255,
+                                           "query", "count of 3000, above max_count=255.*pass max_count=3000"),
+    "int32 above the fixed point": (np.array([[70000, 0]], np.int32), np.array([[[0, 70000]]], np.int32), None,
+                                    "query", "count of 70000.*counts up to 32767"),
+    "uint16 above the default": (np.array([[1, 0]], np.uint16), np.array([[[0, 40000]]], np.uint16), None,
+                                 "gallery", "count of 40000.*counts up to 32767"),
+    "int32 above an explicit max_count": (np.array([[1, 0]], np.int32), np.array([[[0, 300]]], np.int32), 255,
+                                "gallery", "count of 300, above max_count=255"),
+    "negative int32": (np.array([[-3, 5]], np.int32), np.array([[[1, 5]]], np.int32), None,
+                       "query", "negative count"),
+    "negative int32 in the gallery": (np.array([[3, 5]], np.int32), np.array([[[1, 5]], [[2, -1]]], np.int32), 255,
+                                      "gallery", "negative count"),
+    "uint8 query above a small max_count": (np.array([[200, 0]], np.uint8), np.array([[[0, 3]]], np.uint8), 3,
+                                            "query", "count of 200, above max_count=3"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUT_OF_RANGE))
+def test_counts_outside_max_count_are_refused_on_every_backend(backend, case):
+    """Before, these gave wrapped distances (-2192 for the first, where 6000 is exact) and the
+    1-NN picked one: every backend now refuses them, naming the argument and the fix."""
+    Q, G, max_count, name, message = OUT_OF_RANGE[case]
+    for fn in (recognize.chi_square, recognize.nearest):
+        with pytest.raises(ValueError, match=f"^{name} holds a .*{message}"):
+            on_backend(backend, fn, Q, G, max_count=max_count)
+
+
+def test_counts_at_the_bound_are_exact_and_the_default_covers_uint16_counts():
+    """The bound itself is in the domain: 3000 with max_count=3000, and uint16/int32 counts up to
+    32,767 with the default max_count, give the exact distance (6000 for the issue's pair)."""
+    S, M = np.array([[3000, 0]], np.uint16), np.array([[[0, 3000]]], np.uint16)
+    D, F = recognize.chi_square(S, M, max_count=3000)
+    assert D.tolist() == [6000 << F]
+    D, F = recognize.chi_square(S.astype(np.int32), M.astype(np.int32))
+    assert F == 15 and D.tolist() == [6000 << 15]
+    idx, D = recognize.nearest(S, np.concatenate([M, S[None]]), max_count=3000)
+    assert idx.tolist() == [1] and D.tolist() == [0]
+
+
+def test_one_region_face_histograms_need_their_region_size_as_max_count():
+    """Real LBP histograms of one region of 1,140 pixels with max_count=255: before, 173 of 240
+    distances of such a set were wrapped; now refused, and with the region's pixel count as
+    max_count every distance equals the Python-integer definition."""
+    faces = np.random.default_rng(5).integers(0, 256, (4, 34, 42), dtype=np.uint8)
+    H = portcv.to_numpy(recognize.lbp_histograms(faces, region_size=(38, 30)))  # (4, 1, 1, 59), counts up to 1140
+    assert H.shape == (4, 1, 1, 59) and H.max() > 255
+    with pytest.raises(ValueError, match="above max_count=255.*pass max_count="):
+        recognize.chi_square(H, H, max_count=255)
+    D, F = recognize.chi_square(H, H, max_count=38 * 30)
+    for a in range(4):
+        for b in range(4):
+            assert int(D[a, b]) == oracle.fixed_point(H[a].reshape(1, 59), H[b].reshape(1, 59), [1], F)
+
+
+def test_the_count_check_inside_a_users_jax_jit_is_a_clear_error():
+    """Inside a trace the counts are unknown: a TypeError that says so (not JAX's tracer error);
+    uint8 histograms with max_count >= 255 need no check and run."""
+    jax = pytest.importorskip("jax")
+    try:
+        portcv.backends.get("jax")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    G = np.array([[[1, 2]], [[2, 1]]], np.uint16)
+    with portcv.using("jax"):
+        with pytest.raises(TypeError, match="query and gallery: .*outside jax.jit"):
+            jax.jit(lambda g: recognize.chi_square(g[0], g)[0])(portcv.asarray(G))
+        inside = jax.jit(lambda g: recognize.chi_square(g[0], g)[0])(portcv.asarray(G.astype(np.uint8)))
+    assert portcv.to_numpy(inside).tolist() == recognize.chi_square(G[0].astype(np.uint8), G.astype(np.uint8))[0].tolist()
 
 
 @pytest.mark.parametrize("k", [1, 3])
@@ -349,18 +427,19 @@ def test_the_quotient_margin_absorbs_a_division_some_ulps_off():
 def test_jax_device_formulation_equals_numpy_on_the_cpu(hs, data):
     """JAX on the CPU hands chi_square to the NumPy version (a host callback), so the
     every-backend tests compare NumPy with NumPy there; with ``runs_on_host`` off it runs the
-    program a GPU runs: the float64 quotients, or the portable steps when a count is outside
-    [0, max_count] (some drawn here)."""
+    program a GPU runs: the float64 quotients, or (in the kernel, which the public functions
+    guard) the portable steps when a count is outside [0, max_count] (some drawn here)."""
     with pytest.MonkeyPatch.context() as mp:
         _jax_on_device(mp)
         Q, G, w, n = hs
-        if data.draw(st.booleans()) and Q.dtype != np.uint8:
-            G = G.copy()
-            value = data.draw(st.sampled_from([n + 1, 4 * n + 3] + ([-1, -n] if G.dtype == np.int32 else [])))
-            G.flat[data.draw(st.integers(0, G.size - 1))] = min(value, np.iinfo(G.dtype).max)  # negative: int32 only
         k = data.draw(st.integers(1, len(G)))
         for fn, kwargs in ((recognize.chi_square, {}), (recognize.nearest, {"k": k})):
             expected = on_backend("numpy", fn, Q, G, weights=w, max_count=n, **kwargs)
             actual = on_backend("jax", fn, Q, G, weights=w, max_count=n, **kwargs)
             for e, a in zip(expected, actual, strict=True):
                 assert_same_bits(e, a)
+        if data.draw(st.booleans()) and Q.dtype != np.uint8:
+            G = G.copy()
+            value = data.draw(st.sampled_from([n + 1, 4 * n + 3] + ([-1, -n] if G.dtype == np.int32 else [])))
+            G.flat[data.draw(st.integers(0, G.size - 1))] = min(value, np.iinfo(G.dtype).max)  # negative: int32 only
+            assert_same_bits(_kernel_on("numpy", Q, G, w, n), _kernel_on("jax", Q, G, w, n))

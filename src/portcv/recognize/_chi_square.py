@@ -14,7 +14,9 @@ is an exact int32; a region's ``sum_i T <= 2**F sum_i |S_i - M_i| <= 2**(F+1) n 
 ``D < 2**31 sum_j w_j < 2**63`` (weights at most 255) in int64. Integer sums are associative, so
 any split of the vector (the thesis's p parts, GPU warps, JAX trees) gives the same D.
 Error: each floor loses less than 1, so ``0 <= chi2_w - D 2**-F < 2**-F sum_j w_j B_j``
-(B_j = bins of region j with S + M > 0).
+(B_j = bins of region j with S + M > 0). Outside ``0 <= S, M <= n`` the int32 steps wrap:
+:func:`chi_square` and :func:`nearest` refuse such counts (:func:`check_counts`); the kernel's
+overrides still give the portable version's bits there, so every backend agrees on any input.
 
 The nearest neighbour reuses :func:`portcv.distance._nearest.tiled_nearest`: the gallery in
 tiles, each tile's distances merged into the running best by the lexicographic
@@ -202,16 +204,9 @@ def _jax_program(name: str) -> Any:
     def program(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_count: int) -> Any:
         params = dict(frac_bits=frac_bits, parts=parts, max_count=max_count)
         fast = _chi_square_quotients(xp, Q, G, W, **params)
-        checks = []
-        for x in (Q, G):  # only what the dtype allows: uint8 counts need no check for n >= 255
-            info = np.iinfo(np.dtype(x.dtype))
-            if info.min < 0:
-                checks.append(xp.min(x) >= 0)
-            if info.max > max_count:
-                checks.append(xp.max(x) <= max_count)
-        if not checks:
+        ok = counts_within(xp, (Q, G), max_count)
+        if ok is None:
             return fast
-        ok = functools.reduce(lambda u, v: u & v, checks)
         return lax.cond(ok, lambda: fast, lambda: portable(xp, Q, G, W, **params))
 
     return b.jit(program, static_argnames=("frac_bits", "parts", "max_count"))
@@ -232,13 +227,69 @@ def _chi_square_jax(Q: Any, G: Any, W: Any, *, frac_bits: int, parts: int, max_c
     return _jax_program(b.name)(Q, G, W, **params)
 
 
+def counts_within(xp: Any, arrays: Any, max_count: int) -> Any:
+    """A 0-d boolean array of ``xp``: every count of ``arrays`` is in ``[0, max_count]``, the
+    domain of the fixed point. Only what a dtype allows is tested (uint8 counts need no test for
+    ``max_count >= 255``, unsigned ones no test of the sign); None when nothing needs a test."""
+    checks = []
+    for x in arrays:
+        sign, bound = count_tests(x.dtype, max_count)
+        if sign:
+            checks.append(xp.min(x) >= 0)
+        if bound:
+            checks.append(xp.max(x) <= max_count)
+    return functools.reduce(lambda u, v: u & v, checks) if checks else None
+
+
+def count_tests(dtype: Any, max_count: int) -> tuple[bool, bool]:
+    """Whether counts of ``dtype`` can be negative, and whether they can exceed ``max_count``."""
+    info = np.iinfo(np.dtype(dtype))
+    return info.min < 0, info.max > max_count
+
+
+def check_counts(query: Any, gallery: Any, max_count: int) -> None:
+    """Refuse counts outside ``[0, max_count]``: there the int32 terms wrap and the distance is
+    garbage (even negative). The one data-dependent check of :func:`chi_square` and
+    :func:`nearest`: where a dtype allows such counts, it reads one boolean back from the
+    device (a min/max over the counts)."""
+    if not any(any(count_tests(x.dtype, max_count)) for x in (query, gallery)):
+        return
+    b = backend()
+    xp = np if b.runs_on_host else b.xp
+    try:
+        # On a host backend the counts are in host memory already: test them without compiling anything.
+        arrays = tuple(b.to_numpy(x) for x in (query, gallery)) if b.runs_on_host else (query, gallery)
+        ok = counts_within(xp, arrays, max_count)
+        if ok is None or bool(ok):
+            return
+    except TypeError as exc:  # a JAX tracer: the values are unknown inside a user's jax.jit
+        raise TypeError(f"query and gallery: chi_square/nearest check that every count is in [0, max_count] "
+                        f"(max_count={max_count}), which needs their values; call them outside jax.jit, or pass "
+                        f"uint8 histograms ({type(exc).__name__})") from None
+    for name, x in zip(("query", "gallery"), arrays):
+        low, high = int(xp.min(x)), int(xp.max(x))
+        if low < 0:
+            raise ValueError(f"{name} holds a negative count ({low}): histogram counts must be >= 0")
+        if high > MAX_COUNT:
+            raise ValueError(f"{name} holds a count of {high}; the exact fixed point takes counts up to "
+                             f"{MAX_COUNT} (max_count's bound; lbp_histograms' largest region): use smaller "
+                             "regions or scale the histograms down")
+        if high > max_count:  # an explicit max_count: the defaults are 255 for uint8 and MAX_COUNT
+            raise ValueError(f"{name} holds a count of {high}, above max_count={max_count}: the fixed point is "
+                             f"exact only for counts in [0, max_count]; pass max_count={high} or larger (the "
+                             f"largest region's pixel count), at most {MAX_COUNT}")
+
+
 def _histograms(x: Any, name: str) -> Any:
     return _validate.matrix(x, name, dtypes=HISTOGRAM_DTYPES, hint="; lbp_histograms returns such counts", two_d=False)
 
 
-def check_distance_args(query: Any, gallery: Any, weights: Any, max_count: Any) -> tuple[Any, Any, Any, dict, bool]:
+def check_distance_args(query: Any, gallery: Any, weights: Any, max_count: Any, *,
+                        counts: bool = True) -> tuple[Any, Any, Any, dict, bool]:
     """Validate; return (queries (m, regions, bins), gallery (n, regions, bins), weights (regions,)
-    int64, static params, single-query flag), all on the active backend."""
+    int64, static params, single-query flag), all on the active backend. ``counts=False`` skips
+    :func:`check_counts`, for callers whose counts are within ``max_count`` by construction (the
+    recognizer's own histograms)."""
     gallery = _histograms(gallery, "gallery")
     query = _histograms(query, "query")
     if gallery.ndim < 2:
@@ -258,7 +309,11 @@ def check_distance_args(query: Any, gallery: Any, weights: Any, max_count: Any) 
     else:
         if owner_of(weights) is not None and not isinstance(weights, np.ndarray):
             weights = to_numpy(weights)
-        w = np.asarray(weights)
+        try:
+            w = np.asarray(weights)
+        except ValueError:  # NumPy's "inhomogeneous shape" message names no argument
+            raise ValueError(f"weights must be a rectangular array of one integer per region {regions_shape}; "
+                             f"got a ragged nested {type(weights).__name__}") from None
         if not (np.issubdtype(w.dtype, np.integer) or w.dtype == bool):
             raise TypeError(f"weights must be integers in [0, 255] (the exact distance needs integer weights), got {w.dtype}")
         if w.size != regions or (w.shape != regions_shape and w.ndim != 1):
@@ -269,6 +324,8 @@ def check_distance_args(query: Any, gallery: Any, weights: Any, max_count: Any) 
         w = w.astype(np.int64).reshape(-1)
     default = 255 if np.dtype(gallery.dtype) == np.uint8 and np.dtype(query.dtype) == np.uint8 else MAX_COUNT
     n = default if max_count is None else _validate.integer(max_count, "max_count", low=1, high=MAX_COUNT)
+    if counts:
+        check_counts(query, gallery, n)
     Q = backend().xp.reshape(query, (1 if single else query.shape[0], regions, bins))
     G = backend().xp.reshape(gallery, (gallery.shape[0], regions, bins))
     parts = max(1, min(PARTS, regions))
@@ -293,7 +350,8 @@ def chi_square(query: Any, gallery: Any, *, weights: Any = None, max_count: int 
     max_count : int, optional
         The largest count of any bin (e.g. the largest region's pixel count, at most 32,767);
         it sets ``frac_bits = min(20, 30 - bitlen(max_count))``. Default: 255 for uint8
-        histograms (F = 20), else 32,767 (F = 15). Larger counts are outside the definition.
+        histograms (F = 20), else 32,767 (F = 15). A count above it, or a negative one, is
+        refused (there the fixed point would wrap).
 
     Returns
     -------
@@ -301,6 +359,15 @@ def chi_square(query: Any, gallery: Any, *, weights: Any = None, max_count: int 
         On the active backend.
     frac_bits : int
         F: ``D * 2.0**-F`` is the distance.
+
+    Raises
+    ------
+    ValueError
+        A count outside ``[0, max_count]`` (naming the argument, the count and the bound). To
+        find one, the counts are read: one boolean comes back from the device (a min/max
+        reduction over query and gallery), except for uint8 histograms with ``max_count >= 255``,
+        whose counts cannot leave the bound; inside a user's ``jax.jit`` that read is a
+        ``TypeError``.
 
     Notes
     -----
@@ -367,6 +434,11 @@ def nearest(query: Any, gallery: Any, *, k: int = 1, weights: Any = None, max_co
     distances : (k,) or (m, k) int64 array
         Their fixed-point distances ``D`` (times ``2**-frac_bits`` of :func:`chi_square`).
 
+    Raises
+    ------
+    ValueError
+        A count outside ``[0, max_count]``, read as in :func:`chi_square`.
+
     Notes
     -----
     The thesis splits each vector into p = 8 sub-vectors whose partial distances are summed;
@@ -383,11 +455,16 @@ def nearest(query: Any, gallery: Any, *, k: int = 1, weights: Any = None, max_co
     >>> portcv.to_numpy(D)                                    # 2**-20 units, each term floored
     array([ 559240,  559240, 1198372])
     """
-    Q, G, W, params, single = check_distance_args(query, gallery, weights, max_count)
     k = _validate.integer(k, "k", low=1)
+    Q, G, W, params, single = check_distance_args(query, gallery, weights, max_count)
+    idx, D = nearest_rows(Q, G, W, params, k)
+    return (idx[0], D[0]) if single else (idx, D)
+
+
+def nearest_rows(Q: Any, G: Any, W: Any, params: dict, k: int) -> tuple[Any, Any]:
+    """:func:`nearest` of the (m, regions, bins) queries of :func:`check_distance_args`."""
     n = G.shape[0]
     if k > n:
         raise ValueError(f"k must be at most the number of gallery rows ({n}), got {k}")
-    idx, D = tiled_nearest(lambda q, g: chi_square_kernel(q, g, W, **params), Q, G, k=k,
-                           tile=_tile(n, Q.shape[1] * Q.shape[2], k))
-    return (idx[0], D[0]) if single else (idx, D)
+    return tiled_nearest(lambda q, g: chi_square_kernel(q, g, W, **params), Q, G, k=k,
+                         tile=_tile(n, Q.shape[1] * Q.shape[2], k))

@@ -93,3 +93,61 @@ def test_serve_publishes_and_serves_on_localhost(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+_SERVE_WITHOUT_ASV = """
+import signal, sys
+from pathlib import Path
+import portcv.cli as cli
+
+# As a terminal's foreground process has it (a backgrounded test runner ignores SIGINT, and its
+# children inherit that).
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def publish(args):  # the dashboard without asv: one page in the folder `bench --serve` made
+    (Path(args.html) / "index.html").write_text("portcv")
+    return 0
+
+
+cli.bench_html = publish
+sys.exit(cli.main(["bench", "--serve", "--port", "0"]))
+"""
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_serve_removes_its_temporary_folder_when_stopped(signum, tmp_path):
+    """A SIGTERM'd ``portcv bench --serve`` left its ``portcv-dashboard-*`` folder behind: the
+    signal killed the process before the temporary folder's cleanup could run."""
+    import os
+    import signal
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _SERVE_WITHOUT_ASV], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ, TMPDIR=str(tmp)))
+    try:
+        line = proc.stdout.readline()
+        assert "serving the dashboard at http://127.0.0.1:" in line, line + proc.stdout.read()
+        assert [p.name[:17] for p in tmp.iterdir()] == ["portcv-dashboard-"]
+        proc.send_signal(getattr(signal, signum))
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "stopped" in proc.stdout.read()
+    assert list(tmp.iterdir()) == []
+
+
+def test_serve_into_a_given_folder_makes_no_temporary_one(tmp_path, monkeypatch):
+    import tempfile
+
+    from portcv import cli
+
+    def publish(args):
+        raise SystemExit(f"published into {args.html}")
+
+    monkeypatch.setattr(cli, "bench_html", publish)
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", None)  # would raise TypeError if called
+    with pytest.raises(SystemExit, match=f"published into {tmp_path}"):
+        cli.main(["bench", "--serve", "--html", str(tmp_path)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.server
 import statistics
 import sys
@@ -15,7 +16,15 @@ import numpy as np
 import portcv
 
 from ..backends import REFERENCE
-from ._common import Parser, parse_size, port_or_any, positive_int
+from ._common import (
+    Parser,
+    backend_names,
+    non_negative_float,
+    non_negative_int,
+    parse_size,
+    port_or_any,
+    positive_int,
+)
 
 
 def _time_calls(b: portcv.Backend, fn: Callable[[], Any], repeat: int) -> tuple[float, list[float], Any]:
@@ -35,7 +44,7 @@ def demo(args: argparse.Namespace) -> int:
     """gray + Gaussian blur on every available backend; check bit-equality; time; write a PNG."""
     width, height = args.size
     rgb = portcv.data.synthetic_rgb(height, width, seed=args.seed)
-    names = args.backends.split(",") if args.backends else portcv.backends.registered_backends()
+    names = backend_names(args.backends, "--backends")
 
     def pipeline(image: Any) -> Any:
         gray = portcv.color.rgb_to_gray(image)
@@ -47,7 +56,7 @@ def demo(args: argparse.Namespace) -> int:
     for name in names:
         try:
             b = portcv.backends.get(name)
-        except (portcv.BackendUnavailableError, ValueError) as exc:
+        except portcv.BackendUnavailableError as exc:
             rows.append((name, "-", "-", "-", f"skipped: {str(exc).split(';')[0]}"))
             continue
         with portcv.using(name):
@@ -147,12 +156,17 @@ def bench_html(args: argparse.Namespace) -> int:
 
 
 def bench_serve(args: argparse.Namespace) -> int:
-    """Build the dashboard (into ``--html`` or a temporary folder) and serve it on 127.0.0.1."""
+    """Build the dashboard (into ``--html`` or a temporary folder) and serve it on 127.0.0.1.
+
+    SIGTERM (and SIGHUP) stop it as Ctrl-C does, so the temporary folder is removed whichever
+    way the server is stopped.
+    """
     import functools
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="portcv-dashboard-") as tmp:
-        args.html = args.html or tmp
+    with _signals_interrupt(), contextlib.ExitStack() as cleanup:
+        if not args.html:  # a folder of the user's is theirs to keep; only our own one is removed
+            args.html = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="portcv-dashboard-"))
         status = bench_html(args)
         if status != 0:
             return status
@@ -163,14 +177,42 @@ def bench_serve(args: argparse.Namespace) -> int:
             print(f"portcv bench --serve: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
             return 2
         page = "speedups.html" if (Path(args.html) / "speedups.html").is_file() else ""
-        print(f"serving the dashboard at http://127.0.0.1:{server.server_address[1]}/{page}  (Ctrl-C stops)", flush=True)
-        try:
+        try:  # from the line on: a signal right after it stops the server as one during serving does
+            print(f"serving the dashboard at http://127.0.0.1:{server.server_address[1]}/{page}  (Ctrl-C stops)",
+                  flush=True)
             server.serve_forever()
         except KeyboardInterrupt:
-            pass
+            print("portcv bench --serve: stopped", flush=True)
         finally:
             server.server_close()
     return 0
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Any:
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` here, as SIGINT does, while the block runs.
+
+    Their default action kills the process on the spot, skipping every ``finally`` and ``with``
+    exit (the temporary dashboard folder stayed behind); an exception unwinds them. Signal
+    handlers can only be set from the main thread: elsewhere nothing changes.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    names = [n for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    previous = {n: signal.signal(getattr(signal, n), interrupt) for n in names}
+    try:
+        yield
+    finally:
+        for n, handler in previous.items():
+            signal.signal(getattr(signal, n), handler)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -189,13 +231,7 @@ def bench(args: argparse.Namespace) -> int:
     from . import _bench
 
     width, height = args.size
-    registered = portcv.backends.registered_backends()
-    names = [n.strip() for n in args.backends.split(",") if n.strip()] if args.backends else registered
-    unknown = [n for n in names if n not in registered]
-    if unknown:
-        print(f"portcv bench: error: unknown backend(s) {', '.join(unknown)} in --backends; "
-              f"registered: {', '.join(registered)}", file=sys.stderr)
-        return 2
+    names = backend_names(args.backends, "--backends")  # a typo: exit 2, listing the registered names
     if REFERENCE not in names:
         names = [REFERENCE, *names]  # the reference for speedups and the bit check
     for name in names:  # say which backends cannot run here, and why, instead of dropping them
@@ -288,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ksize", type=int, default=5, help="Gaussian kernel size, odd (default 5)")
     p.add_argument("--sigma", type=float, default=1.2, help="Gaussian sigma (default 1.2)")
     p.add_argument("--repeat", type=positive_int, default=5, help="timed runs per backend, >= 1 (default 5)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic image (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the synthetic image, >= 0 (default 0)")
     p.add_argument("--out", default="portcv_demo.png", help="output PNG, empty to skip (default portcv_demo.png)")
     p.set_defaults(func=demo)
     p = sub.add_parser("bench", help="time ops on every backend and OpenCV, print speedups over NumPy; "
@@ -297,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backends", default=None, help="comma-separated (default: every registered backend that is available)")
     p.add_argument("--ops", default=None, help="comma-separated substrings of op names (default: all)")
     p.add_argument("--repeat", type=positive_int, default=10, help="at most this many timed calls per op and backend (default 10)")
-    p.add_argument("--budget", type=float, default=1.0, help="seconds of timed calls per op and backend, at least one call (default 1.0)")
+    p.add_argument("--budget", type=non_negative_float, default=1.0, help="seconds of timed calls per op and backend, at least one call (default 1.0)")
     p.add_argument("--no-opencv", action="store_true", help="leave OpenCV out")
     p.add_argument("--plain", action="store_true", help="plain text table even when rich is installed")
     p.add_argument("--json", default=None, help="also write the results to this JSON file (default: none)")

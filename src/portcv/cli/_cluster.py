@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from ._common import backend_names, positive_int
+
 
 def add_cluster_options(p: argparse.ArgumentParser) -> None:
     """The options shared by ``portcv motion`` and ``portcv faces`` for many files."""
@@ -13,7 +15,7 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
                    help="run every SOURCE as a task on a dask cluster: a scheduler address (tcp://host:8786) or "
                         "'local' for one worker per core (or per GPU with --backend cupy); --out is then a "
                         "folder for one .npz per file (default: none, one SOURCE here; pip install 'portcv[distributed]')")
-    p.add_argument("--segment-frames", type=int, default=None, metavar="N",
+    p.add_argument("--segment-frames", type=positive_int, default=None, metavar="N",
                    help="with --cluster: split files longer than N frames at keyframes (default: one task per file)")
 
 
@@ -37,7 +39,7 @@ def run_on_cluster(args: argparse.Namespace, spec: Any, command: str) -> int:
         raise ImportError("--cluster needs dask.distributed: pip install 'portcv[distributed]'") from None
     import portcv.distributed as pdist
 
-    backend = args.backend.split(",")[0].strip()
+    (backend,) = backend_names(args.backend, "--backend with --cluster", single=True)  # every worker runs one
     if args.cluster == "local":
         cluster = pdist.local_cluster(backend, dashboard_address=None)
         client = Client(cluster, timeout="60s")

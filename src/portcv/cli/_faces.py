@@ -19,11 +19,16 @@ from typing import Any
 import numpy as np
 
 from ._cluster import add_cluster_options, run_on_cluster, sources
-from ._common import positive_int
+from ._common import backend_names, positive_float, positive_int
 
 #: File name endings read as still images; everything else is opened as a video.
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pgm", ".ppm", ".pnm"}
 DEFAULT_CASCADE = "haarcascade_frontalface_default.xml"
+#: ``--detector cascade``'s defaults: OpenCV's face-detection tutorial's (``detectMultiScale``'s own
+#: defaults, 3 and no minimum, find many more false faces). ``--detector mct`` takes
+#: :meth:`portcv.detect.MCTDetector.detect`'s, read from its signature (the thesis's).
+CASCADE_DEFAULTS = {"cascade": DEFAULT_CASCADE, "scale_factor": 1.1, "min_neighbors": 5, "min_size": (30, 30)}
+MCT_CASCADE = "mct_frontalface_24.npz"
 
 
 class _CommandError(Exception):
@@ -65,41 +70,80 @@ def _add_faces_command(sub: Any) -> None:
     p.add_argument("--backend", default="numpy", help="numpy (default), cupy or jax")
     p.add_argument("--scale-factor", type=float, default=None,
                    help="pyramid scale step, > 1 (default 1.1; 1.15 with --detector mct)")
-    p.add_argument("--min-neighbors", type=int, default=5, help="candidates a box needs (default 5)")
-    p.add_argument("--min-size", type=_parse_min_size, default=(30, 30),
-                   help="smallest object: 30 or WIDTHxHEIGHT (default 30)")
+    p.add_argument("--min-neighbors", type=int, default=None,
+                   help="candidates a box needs (default 5; 3 with --detector mct)")
+    p.add_argument("--min-size", type=_parse_min_size, default=None,
+                   help="smallest object: 30 or WIDTHxHEIGHT (default 30; 24 with --detector mct)")
     p.add_argument("--thickness", type=int, default=2, help="outline width of the drawn boxes (default 2)")
     p.add_argument("--out", default=None, help="write the annotated image (.png, .jpg) or video (.mp4, .mkv) here (default: none)")
     p.add_argument("--frames", type=positive_int, default=None, help="video: process at most N frames (default: all)")
-    p.add_argument("--fps", type=float, default=None, help="video: frame rate of --out (default: the source's)")
+    p.add_argument("--fps", type=positive_float, default=None, help="video: frame rate of --out, > 0 (default: the source's)")
     p.add_argument("--no-progress", action="store_true", help="video: no progress bar")
     add_cluster_options(p)
     p.set_defaults(func=_faces_command)
 
 
 def _detector_defaults(args: argparse.Namespace) -> bool:
-    """Fill --cascade and --scale-factor per detector; whether it is the MCT detector."""
+    """Fill the options left out with the chosen detector's defaults; whether it is the MCT detector.
+
+    An option given on the command line always wins.
+    """
     mct = getattr(args, "detector", "cascade") == "mct"
-    if args.cascade is None:
-        args.cascade = "mct_frontalface_24.npz" if mct else DEFAULT_CASCADE
-    if args.scale_factor is None:
-        args.scale_factor = 1.15 if mct else 1.1
+    defaults = _mct_defaults() if mct else CASCADE_DEFAULTS
+    for name, value in defaults.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
     return mct
 
 
-def _faces_command(args: argparse.Namespace) -> int:
-    mct = _detector_defaults(args)
-    if sources(args):
-        import portcv.distributed as pdist
+def _mct_defaults() -> dict[str, Any]:
+    import inspect
 
-        spec = pdist.faces(args.cascade, scale_factor=args.scale_factor, min_neighbors=args.min_neighbors,
-                           min_size=args.min_size)
-        return run_on_cluster(args, spec, "faces")
+    from ..detect import MCTDetector
+
+    signature = inspect.signature(MCTDetector.detect).parameters
+    defaults = {name: signature[name].default for name in ("scale_factor", "min_neighbors", "min_size")}
+    return {"cascade": MCT_CASCADE, **defaults}
+
+
+def _faces_command(args: argparse.Namespace) -> int:
+    backend_names(args.backend, "--backend", single=True)  # a typo fails now, not inside a cluster's workers
+    mct = _detector_defaults(args)
     try:
+        if sources(args):
+            import portcv.distributed as pdist
+
+            _load_detector(args, mct)  # a bad cascade or option fails here, not once per file on the workers
+            spec = pdist.faces(args.cascade, scale_factor=args.scale_factor, min_neighbors=args.min_neighbors,
+                               min_size=args.min_size)
+            return run_on_cluster(args, spec, "faces")
         return _run(args, mct)
     except _CommandError as exc:
         print(f"portcv faces: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _load_detector(args: argparse.Namespace, mct: bool) -> tuple[Any, dict[str, Any]]:
+    """The detector ``--detector``/``--cascade`` name and its checked ``detect`` options."""
+    import portcv
+
+    try:
+        if mct:
+            detector = portcv.detect.MCTDetector(portcv.detect.load_mct_cascade(args.cascade))
+        else:
+            detector = portcv.detect.CascadeDetector.from_opencv(args.cascade)
+    except FileNotFoundError as exc:
+        raise _CommandError(f"--cascade: {exc}") from None
+    except ValueError as exc:
+        raise _CommandError(f"--cascade {args.cascade!r}: {exc}") from None
+    params = {"scale_factor": args.scale_factor, "min_neighbors": args.min_neighbors, "min_size": args.min_size}
+    try:
+        with portcv.using("numpy"):  # the options, checked before any decoding
+            detector.detect(np.zeros((1, 1), np.uint8), **params)
+    except (ValueError, TypeError) as exc:
+        raise _CommandError(str(exc).replace("scale_factor", "--scale-factor").replace(
+            "min_neighbors", "--min-neighbors").replace("min_size", "--min-size")) from None
+    return detector, params
 
 
 def _run(args: argparse.Namespace, mct: bool) -> int:
@@ -114,23 +158,11 @@ def _run(args: argparse.Namespace, mct: bool) -> int:
         b = portcv.backends.get(args.backend)
     except (portcv.BackendUnavailableError, ValueError, TypeError) as exc:
         raise _CommandError(f"--backend: {exc}") from None
-    try:
-        if mct:
-            detector = portcv.detect.MCTDetector(portcv.detect.load_mct_cascade(args.cascade))
-        else:
-            detector = portcv.detect.CascadeDetector.from_opencv(args.cascade)
-    except FileNotFoundError as exc:
-        raise _CommandError(f"--cascade: {exc}") from None
-    except ValueError as exc:
-        raise _CommandError(f"--cascade {args.cascade!r}: {exc}") from None
-    params = {"scale_factor": args.scale_factor, "min_neighbors": args.min_neighbors, "min_size": args.min_size}
+    detector, params = _load_detector(args, mct)
     try:
         thickness = _validate.integer(args.thickness, "--thickness", low=1, high=255)
-        with portcv.using("numpy"):  # the options, checked before any decoding
-            detector.detect(np.zeros((1, 1), np.uint8), **params)
     except (ValueError, TypeError) as exc:
-        raise _CommandError(str(exc).replace("scale_factor", "--scale-factor").replace(
-            "min_neighbors", "--min-neighbors").replace("min_size", "--min-size")) from None
+        raise _CommandError(str(exc)) from None
     is_image = source.suffix.lower() in IMAGE_SUFFIXES
     if args.out is not None:
         out_is_image = Path(args.out).suffix.lower() in IMAGE_SUFFIXES
@@ -211,7 +243,7 @@ def _video(source: Path, args: argparse.Namespace, b: Any, detector: Any, params
 
     from ..video import VideoWriter, iter_frames
     from ..video._io import video_fps
-    from ._common import print_table, with_progress
+    from ._common import print_table, progress_total, with_progress
 
     try:
         first = next(iter_frames(source, frames=1))  # a clear error now for an unreadable file
@@ -219,8 +251,8 @@ def _video(source: Path, args: argparse.Namespace, b: Any, detector: Any, params
         raise _CommandError(str(exc)) from None
     with portcv.using(b.name):  # warm up (kernel compilation, JAX tracing) outside the timed frames
         detector.detect(portcv.asarray(first), **params)
-    frames = with_progress(iter_frames(source, frames=args.frames), total=args.frames, desc=f"faces [{b.name}]",
-                            enabled=not args.no_progress)
+    frames = with_progress(iter_frames(source, frames=args.frames), total=progress_total(source, args.frames),
+                           desc=f"faces [{b.name}]", enabled=not args.no_progress)
     writer = None
     if args.out is not None:
         fps = args.fps if args.fps is not None else video_fps(source)

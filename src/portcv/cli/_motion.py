@@ -10,7 +10,16 @@ from .. import _validate
 from ..video import VideoError, VideoWriter, fps_statistics, iter_frames, run_motion
 from ..video._io import video_fps
 from ._cluster import add_cluster_options, run_on_cluster, sources
-from ._common import parse_size, positive_int, print_table, with_progress
+from ._common import (
+    backend_names,
+    non_negative_int,
+    parse_size,
+    positive_float,
+    positive_int,
+    print_table,
+    progress_total,
+    with_progress,
+)
 
 
 def _parse_grid(text: str) -> tuple[int, int]:
@@ -39,8 +48,8 @@ def _add_motion_command(sub: Any) -> None:
     p.add_argument("--out", default=None, help="write the annotated video here, .mp4, .mkv, ... (default: none)")
     p.add_argument("--frames", type=positive_int, default=None, help="process at most N frames (default: the whole file; synthetic: 60)")
     p.add_argument("--size", type=parse_size, default=(640, 480), help="synthetic frame size WIDTHxHEIGHT (default 640x480)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic video (default 0)")
-    p.add_argument("--fps", type=float, default=None, help="frame rate of --out (default: the source's, or 30)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the synthetic video, >= 0 (default 0)")
+    p.add_argument("--fps", type=positive_float, default=None, help="frame rate of --out, > 0 (default: the source's, or 30)")
     p.add_argument("--t-low", type=float, default=70, help="low gradient threshold of the edge detector (default 70)")
     p.add_argument("--t-high", type=float, default=80, help="high gradient threshold of the edge detector (default 80)")
     p.add_argument("--alpha", type=int, default=2, help="selective-thresholding apron of the edge detector (default 2)")
@@ -70,13 +79,14 @@ def _motion_command(args: Any) -> int:
 
     import portcv
 
+    names = backend_names(args.backend, "--backend")  # a typo fails now, not inside a cluster's workers
+    detector = _detector_args(args)
+    portcv.motion.MotionDetector(**detector)  # the parameters, checked before a long run or a cluster
+    thickness = _validate.integer(args.thickness, "--thickness", low=1, high=64)
     if sources(args):
         import portcv.distributed as pdist
 
-        return run_on_cluster(args, pdist.motion(**_detector_args(args)), "motion")
-    names = [n.strip() for n in args.backend.split(",") if n.strip()]
-    if not names:
-        raise ValueError("--backend must name at least one backend")
+        return run_on_cluster(args, pdist.motion(**detector), "motion")
     for name in names:  # fail before decoding anything
         try:
             portcv.backends.get(name)
@@ -98,16 +108,13 @@ def _motion_command(args: Any) -> int:
         label = f"synthetic {width}x{height}, {total} frames, seed {args.seed}"
     else:
         first = next(iter_frames(args.source, frames=1))  # a clear error now for an unreadable file
-        total = args.frames
+        total = progress_total(args.source, args.frames)
 
         def source() -> Iterator[np.ndarray]:
             return iter_frames(args.source, frames=args.frames)
 
         fps = args.fps or video_fps(args.source)
         label = f"{args.source} ({first.shape[1]}x{first.shape[0]})"
-    detector = _detector_args(args)
-    portcv.motion.MotionDetector(**detector)  # validate the parameters before the long run
-    thickness = _validate.integer(args.thickness, "--thickness", low=1, high=64)
 
     rows = []
     cells: list[int] = []  # motion cells of each frame pair (first backend: all backends agree bit for bit)

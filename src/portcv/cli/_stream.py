@@ -15,7 +15,7 @@ from ..stream import (
     StreamServer,
     synthetic_source,
 )
-from ._common import parse_size, port
+from ._common import backend_names, non_negative_float, non_negative_int, parse_size, port, positive_float
 
 
 def _prefilter(spec: str | None, backend: str) -> Callable[[Any], Any] | None:
@@ -50,6 +50,7 @@ def _source(spec: str, size: tuple[int, int], frames: int | None, seed: int) -> 
 
 
 def _serve_command(args: Any) -> int:
+    backend_names(args.backend, "--backend", single=True)
     source, source_fps = _source(args.source, args.size, args.frames or None, args.seed)
     fps = source_fps if args.fps is None else args.fps  # paced like the source unless told otherwise
     log = (lambda msg: print(msg, flush=True)) if not args.quiet else None
@@ -122,19 +123,19 @@ def _add_stream_command(sub: Any) -> None:
     s.add_argument("--prefilter", default=None, help="denoise before encoding: gaussian:K or mean:K (default: none)")
     s.add_argument("--encoding", default="compact", choices=tuple(ENCODINGS), help="payload encoding (default compact)")
     s.add_argument("--keyframe-interval", type=int, default=300, help="a keyframe every N frames (default 300)")
-    s.add_argument("--fps", type=float, default=None,
+    s.add_argument("--fps", type=non_negative_float, default=None,
                    help="pace the source at this rate, 0 for as fast as possible (default: the source's, 30 for synthetic)")
-    s.add_argument("--frames", type=int, default=0, help="stop after N frames (default 0: the whole source; synthetic never ends)")
+    s.add_argument("--frames", type=non_negative_int, default=0, help="stop after N frames (default 0: the whole source; synthetic never ends)")
     s.add_argument("--size", type=parse_size, default=(640, 480), help="synthetic frame size WIDTHxHEIGHT (default 640x480)")
-    s.add_argument("--seed", type=int, default=0, help="seed of the synthetic source (default 0)")
+    s.add_argument("--seed", type=non_negative_int, default=0, help="seed of the synthetic source, >= 0 (default 0)")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
     s.set_defaults(func=_serve_command)
     v = ss.add_parser("view", help="receive a stream, check it, reconstruct the frames (and write a video)")
     v.add_argument("--host", default="127.0.0.1", help="server address (default 127.0.0.1)")
     v.add_argument("--port", type=port, default=8765, help="server TCP port (default 8765)")
     v.add_argument("--out", default=None, help="write the received frames to this video file, .mp4, .mkv, ... (default: none)")
-    v.add_argument("--frames", type=int, default=0, help="stop after N frames (default 0: until the stream ends)")
-    v.add_argument("--fps", type=float, default=30.0, help="frame rate of --out (default 30)")
-    v.add_argument("--timeout", type=float, default=5.0, help="give up after this many seconds without a connection (default 5.0)")
+    v.add_argument("--frames", type=non_negative_int, default=0, help="stop after N frames (default 0: until the stream ends)")
+    v.add_argument("--fps", type=positive_float, default=30.0, help="frame rate of --out, > 0 (default 30)")
+    v.add_argument("--timeout", type=non_negative_float, default=5.0, help="give up after this many seconds without a connection (default 5.0)")
     v.add_argument("--quiet", action="store_true", help="no progress lines")
     v.set_defaults(func=_view_command)

@@ -83,6 +83,19 @@ def test_table5_window_on_a_frame_same_bits_on_every_backend(backend, dtype):
         matches_numpy(backend, dcbf, depth, color, 11, 3.0, 20.0, window="square", unknown=0)
 
 
+@pytest.mark.parametrize("ksize, dtype, update", [(1, np.uint8, "all"), (31, np.uint16, "holes")])
+def test_every_window_size_same_bits_on_every_backend(backend, ksize, dtype, update):
+    """From a single pixel to the largest window, 31 x 31 (961 offsets, int64 sums). JAX's program
+    loops over a table of the offsets: with the offsets unrolled into it, a 31 x 31 window did not
+    compile in minutes on a CPU."""
+    rng = np.random.default_rng(ksize)
+    depth = rng.integers(1, np.iinfo(dtype).max, (18, 21)).astype(dtype)
+    depth[rng.random(depth.shape) < 0.4] = 0
+    color = rng.integers(0, 256, (18, 21, 3), dtype=np.uint8)
+    with runs_its_overrides("joint_bilateral"):
+        matches_numpy(backend, dcbf, depth, color, ksize, 4.0, 20.0, update=update)
+
+
 @given(data=depth_maps(max_h=8, max_w=9, batch=False), k=st.sampled_from([1, 3, 5, 7]), window=windows,
        update=updates, norm=norms, ss=sigmas, sc=sigmas, border=dcbf_borders)
 def test_dcbf_equals_the_pixel_loop(data, k, window, update, norm, ss, sc, border):
@@ -162,6 +175,46 @@ def test_bad_input_raises_naming_the_argument():
         dcbf(d, c, 3, unknown=256)
     with pytest.raises(ValueError, match="window"):
         dcbf(d, c, 3, window="cross")
+
+
+@pytest.mark.parametrize("depth, color, kwargs, error, name", [
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(ksize=True), TypeError, "ksize"),
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(ksize=3.0), TypeError, "ksize"),
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(ksize=2**70), ValueError, "ksize"),
+    # 2 sigma**2 underflowed: ZeroDivisionError, or a range table of NaN cast to int32 (all holes, no error)
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(sigma_space=1e-200), ValueError, "sigma_space"),
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(sigma_color=1e-300), ValueError, "sigma_color"),
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(sigma_color=float("inf")), ValueError,
+     "sigma_color"),
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(unknown=True), TypeError, "unknown"),
+    (np.zeros((6, 7), np.uint16), np.zeros((6, 7, 3), np.uint8), dict(unknown=-1), ValueError, "unknown"),
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(border="wrap"), ValueError, "border"),
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(color_norm="l3"), ValueError, "color_norm"),
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), dict(channel_axis=2), ValueError, "channel_axis"),
+    ([[1, 2], [3]], np.zeros((6, 7, 3), np.uint8), {}, ValueError, "depth"),  # NumPy's ragged-list message
+    # a colour depth map: the library's colour rule (the message was "the same (..., H, W) shape, got
+    # (6, 7, 3) and (6, 7, 3)")
+    (np.zeros((6, 7, 3), np.uint8), np.zeros((6, 7, 3), np.uint8), {}, ValueError, "depth looks like a colour image"),
+    (np.zeros((6, 7), np.int32), np.zeros((6, 7, 3), np.uint8), {}, TypeError, "depth"),
+    (np.zeros((6, 7), np.uint8), np.zeros((6, 7, 3), bool), {}, TypeError, "color"),
+    (np.zeros((2, 6, 7), np.uint8), np.zeros((6, 7, 3), np.uint8), {}, ValueError, "same"),
+])
+def test_bad_parameters_raise_naming_them(depth, color, kwargs, error, name):
+    with pytest.raises(error, match=name):
+        dcbf(depth, color, **kwargs)
+
+
+def test_strided_read_only_and_fortran_inputs_give_the_contiguous_result(backend):
+    rng = np.random.default_rng(6)
+    d = np.where(rng.random((18, 21)) < 0.4, 0, rng.integers(1, 65535, (18, 21))).astype(np.uint16)
+    c = rng.integers(0, 256, (18, 21, 3), dtype=np.uint8)
+    want = on_backend("numpy", dcbf, d, c, 31, 4.0, 20.0)  # compiled for JAX by the test above
+    wide_d, wide_c = np.zeros((36, 21), np.uint16), np.zeros((18, 42, 3), np.uint8)
+    wide_d[::2], wide_c[:, ::2] = d, c
+    frozen_d, frozen_c = d.copy(), c.copy()
+    frozen_d.flags.writeable = frozen_c.flags.writeable = False
+    for depth, color in [(wide_d[::2], wide_c[:, ::2]), (frozen_d, frozen_c), (np.asfortranarray(d), np.asfortranarray(c))]:
+        assert_same_bits(want, on_backend(backend, dcbf, depth, color, 31, 4.0, 20.0))
 
 
 def test_inputs_are_not_modified_or_aliased():

@@ -77,13 +77,23 @@ def test_joint_bilateral_same_bits_on_every_backend(backend, data, window, norm,
 
 def test_wide_accumulator_same_bits(backend):
     """A 17 x 17 square has 289 offsets: the int64 accumulator (int32 up to 256 offsets)."""
-    if backend == "jax":
-        pytest.skip("289 unrolled offsets take JAX a minute to compile; JAX's int64 sums are tested by "
-                    "uint16 DCBF (tests/depth/test_dcbf.py)")
     assert accumulator_is_wide(961, 255) and accumulator_is_wide(257, 255) and not accumulator_is_wide(256, 255)
     rng = np.random.default_rng(5)
     joint, src = rng.integers(0, 256, (20, 23, 3), dtype=np.uint8), rng.integers(0, 256, (20, 23), dtype=np.uint8)
     matches_numpy(backend, joint_bilateral, joint, src, 17, 30.0, 9.0, window="square")
+
+
+@pytest.mark.parametrize("d, window", [(16, "disk"), (31, "square")])
+def test_every_window_size_same_bits_on_every_backend(backend, d, window):
+    """An even diameter (radius d // 2, as OpenCV's) and the largest window, 31 x 31 (961 offsets,
+    int64 sums). JAX's program loops over a table of the offsets: with the offsets unrolled into
+    it, a 31 x 31 window did not compile in minutes on a CPU."""
+    rng = np.random.default_rng(d)
+    joint, src = rng.integers(0, 256, (18, 21, 3), dtype=np.uint8), rng.integers(0, 256, (18, 21), dtype=np.uint8)
+    with runs_its_overrides("joint_bilateral"):
+        out = matches_numpy(backend, joint_bilateral, joint, src, d, 25.0, 6.0, window=window)
+    if d == 16 and backend == "numpy":  # a radius of 8: the naive loop's 17 x 17 disk (once)
+        assert_same_bits(oracle.bilateral_pixel_loop(joint, src, 8, 25.0, 6.0), out)
 
 
 def test_more_rows_than_one_grid_dimension_same_bits_on_every_backend(backend):
@@ -208,6 +218,53 @@ def test_bad_input_raises_naming_the_argument():
         joint_bilateral(g, s, 3, 10.0, 2.0, color_norm="linf")
     with pytest.raises(ValueError, match="border"):
         joint_bilateral(g, s, 3, 10.0, 2.0, border="wrap")
+
+
+@pytest.mark.parametrize("args, kwargs, error, name", [
+    ((32, 10.0, 2.0), {}, ValueError, "d"),  # radius 16: the largest window is 31 x 31
+    ((2**70, 10.0, 2.0), {}, ValueError, "d"),
+    ((True, 10.0, 2.0), {}, TypeError, "d"),
+    ((np.float64(3), 10.0, 2.0), {}, TypeError, "d"),
+    ((3, 1e-300, 2.0), {}, ValueError, "sigma_color"),  # 2 sigma**2 underflowed: a table of NaN cast to int32
+    ((3, 10.0, 1e-200), {}, ValueError, "sigma_space"),  # ZeroDivisionError
+    ((3, True, 2.0), {}, TypeError, "sigma_color"),
+    ((3, 10.0, 1 + 2j), {}, TypeError, "sigma_space"),
+    ((0, 10.0, 1.7e308), {}, ValueError, "sigma_space"),  # round(inf): OverflowError
+    ((0, 10.0, 10.34), {}, ValueError, "sigma_space"),  # radius round(15.51) = 16
+    ((3, 10.0, 2.0), dict(channel_axis=0), ValueError, "channel_axis"),
+    ((3, 10.0, 2.0), dict(border=None), ValueError, "border"),
+])
+def test_bad_parameters_raise_naming_them(args, kwargs, error, name):
+    g, s = np.zeros((6, 7, 3), np.uint8), np.zeros((6, 7), np.uint8)
+    with pytest.raises(error, match=name):
+        joint_bilateral(g, s, *args, **kwargs)
+
+
+@pytest.mark.parametrize("joint, src, error, name", [
+    (np.zeros((6, 7, 3), np.uint8), [[1, 2], [3]], ValueError, "src"),  # NumPy's ragged-list message named nothing
+    ([[1, 2], [3]], np.zeros((6, 7), np.uint8), ValueError, "joint"),
+    (np.zeros((6, 7, 3), np.uint8), np.zeros((6, 7), np.uint16), TypeError, "src"),
+    (np.zeros((6, 7, 3), np.uint8), np.zeros((6, 7, 5), np.uint8), ValueError, "same"),
+    (np.zeros((2, 6, 7, 3), np.uint8), np.zeros((6, 7), np.uint8), ValueError, "same"),
+    (None, np.zeros((6, 7), np.uint8), TypeError, "joint"),
+    (np.zeros((6, 7, 3), np.uint8), np.zeros((0, 7), np.uint8), ValueError, "src"),
+])
+def test_bad_images_raise_naming_them(joint, src, error, name):
+    with pytest.raises(error, match=name):
+        joint_bilateral(joint, src, 3, 10.0, 2.0)
+
+
+def test_strided_read_only_and_fortran_inputs_give_the_contiguous_result(backend):
+    rng = np.random.default_rng(16)
+    g, s = rng.integers(0, 256, (18, 21, 3), dtype=np.uint8), rng.integers(0, 256, (18, 21), dtype=np.uint8)
+    want = on_backend("numpy", joint_bilateral, g, s, 16, 25.0, 6.0)  # compiled for JAX by the test above
+    wide_g, wide_s = np.zeros((36, 42, 3), np.uint8), np.zeros((18, 42), np.uint8)
+    wide_g[::2, ::2], wide_s[:, ::2] = g, s
+    frozen_g, frozen_s = g.copy(), s.copy()
+    frozen_g.flags.writeable = frozen_s.flags.writeable = False
+    for joint, src in [(wide_g[::2, ::2], wide_s[:, ::2]), (frozen_g, frozen_s), (np.asfortranarray(g), s[::-1][::-1]),
+                       (np.ascontiguousarray(g[:, :, ::-1])[:, :, ::-1], np.asfortranarray(s))]:
+        assert_same_bits(want, on_backend(backend, joint_bilateral, joint, src, 16, 25.0, 6.0))
 
 
 def test_inputs_are_not_modified_or_aliased():

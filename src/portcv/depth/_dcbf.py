@@ -19,6 +19,7 @@ from ..filters._bilateral import (
     COLOR_NORMS,
     MAX_RADIUS,
     WINDOWS,
+    gaussian_sigma,
     guided_pair,
     run_bilateral,
     spatial_window,
@@ -60,9 +61,11 @@ def dcbf(
     ksize : int
         Window side, odd, 1 to 31 (Table 5 of the article: 11).
     sigma_space : float
-        Spatial Gaussian's sigma in pixels, > 0 (the article gives none: ours).
+        Spatial Gaussian's sigma in pixels, at least 1e-150 and finite (the article gives none:
+        ours); far above ``ksize``, every known neighbour weighs alike.
     sigma_color : float
-        Range Gaussian's sigma in grey levels of the colour distance, > 0 (ours too).
+        Range Gaussian's sigma in grey levels of the colour distance, at least 1e-150 and finite
+        (ours too); far above 255, every colour weighs alike.
     window : {'square', 'disk'}
         The paper's square window or OpenCV's disk (``dx**2 + dy**2 <= (ksize // 2)**2``).
     update : {'holes', 'all'}
@@ -113,8 +116,8 @@ def dcbf(
     ksize = _validate.integer(ksize, "ksize", low=1, high=2 * MAX_RADIUS + 1)
     if ksize % 2 == 0:
         raise ValueError(f"ksize must be odd, got {ksize}")
-    sigma_space = _validate.real(sigma_space, "sigma_space", positive=True)
-    sigma_color = _validate.real(sigma_color, "sigma_color", positive=True)
+    sigma_space = gaussian_sigma(sigma_space, "sigma_space")
+    sigma_color = gaussian_sigma(sigma_color, "sigma_color")
     window = _validate.choice(window, "window", WINDOWS)
     update = _validate.choice(update, "update", UPDATES)
     border = _validate.choice(border, "border", BILATERAL_BORDERS)

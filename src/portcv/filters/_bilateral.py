@@ -4,8 +4,9 @@ that Lin et al.'s depth-colour bilateral filter (``portcv.depth.dcbf``) shares w
 Every weight is a host-built integer table (the spatial Gaussian per window offset, the range
 Gaussian per colour difference), every pixel operation is integer, and the one division is an
 exact integer division, so NumPy, CuPy and JAX give the same bits. The portable array-API kernel
-loops over the window's offsets only; each offset is a handful of whole-image operations. CuPy's
-override is ``_bilateral_cuda.py``, JAX's (Pallas kernels on a GPU) ``_bilateral_pallas.py``.
+loops over the window's offsets only; each offset is a handful of whole-image operations
+(:func:`offset_terms`). CuPy's override is ``_bilateral_cuda.py``, JAX's (Pallas kernels on a GPU,
+elsewhere an XLA loop over a table of the offsets) ``_bilateral_pallas.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..backends import backend, cached_constant, require_dtype
 
 #: Fractional bits of the spatial weights, the range weights and their product (Q15).
 WEIGHT_BITS = 15
-#: Largest window radius (31 x 31): the portable kernel unrolls one step per offset.
+#: Largest window radius: a 31 x 31 window (961 offsets; each offset is a pass over the image).
 MAX_RADIUS = 15
 #: Window shapes: OpenCV's disk (offsets with dx**2 + dy**2 <= r**2) or the full square.
 WINDOWS = ("disk", "square")
@@ -33,6 +34,9 @@ COLOR_NORMS = ("l1", "l2")
 NUMPY_BAND = 1 << 15
 #: Borders of the bilateral filters (``constant`` reads 0 outside the image; DCBF: a hole).
 BILATERAL_BORDERS = ("reflect101", "replicate", "constant")
+#: Smallest sigma of either Gaussian: ``2 sigma**2`` (the tables divide by it) stays a normal
+#: float64; below about 1e-162 it is 0 and the tables would hold NaN cast to int32.
+MIN_SIGMA = 1e-150
 
 
 class Window(NamedTuple):
@@ -119,6 +123,17 @@ def bilateral_kernel(
     (int32 or, ``wide``, int64), ``W += w``. Then ``out = (N + W // 2) // W`` (round half up);
     ``W = 0`` gives ``hole``; ``keep_known`` keeps every value that is not ``hole``.
     """
+    g, pg, pv = bordered(xp, guide, values, radius=radius, guide_channels=guide_channels,
+                         value_channels=value_channels, border=border, hole=hole)
+    return _bilateral_sums(xp, pg, g, pv, values, table, spatial, offsets=offsets, radius=radius,
+                           guide_channels=guide_channels, value_channels=value_channels, color_norm=color_norm,
+                           hole=hole, keep_known=keep_known, wide=wide)
+
+
+def bordered(xp: Any, guide: Any, values: Any, *, radius: int, guide_channels: bool, value_channels: bool,
+             border: str, hole: int | None) -> tuple[Any, Any, Any]:
+    """``(g, pg, pv)``: the guide in int32, and it and the values extended by ``radius`` on every
+    side of the plane by the border rule (``constant``: guide 0, values 0 or ``hole``)."""
     gy, gx = (-3, -2) if guide_channels else (-2, -1)
     vy, vx = (-3, -2) if value_channels else (-2, -1)
     g = xp.astype(guide, xp.int32)
@@ -126,9 +141,7 @@ def bilateral_kernel(
     pg = pad_axis(xp, pad_axis(xp, g, gx, radius, radius, border, 0), gy, radius, radius, border, 0)
     pv = pad_axis(xp, pad_axis(xp, values, vx, radius, radius, border, value_fill), vy, radius, radius, border,
                   value_fill)
-    return _bilateral_sums(xp, pg, g, pv, values, table, spatial, offsets=offsets, radius=radius,
-                           guide_channels=guide_channels, value_channels=value_channels, color_norm=color_norm,
-                           hole=hole, keep_known=keep_known, wide=wide)
+    return g, pg, pv
 
 
 def _bilateral_sums(xp: Any, pg: Any, g: Any, pv: Any, values: Any, table: Any, spatial: Any, *, offsets: tuple,
@@ -142,29 +155,43 @@ def _bilateral_sums(xp: Any, pg: Any, g: Any, pv: Any, values: Any, table: Any, 
     acc_type = xp.int64 if wide else xp.int32
     g_tail = (slice(None),) if guide_channels else ()
     v_tail = (slice(None),) if value_channels else ()
-    half = 1 << (WEIGHT_BITS - 1)
     num = None
     den = None
     for k, (dy, dx) in enumerate(offsets):  # the only Python loop: over the window's offsets
-        ws = spatial[k]
         rows = slice(radius + dy, radius + dy + height)
         cols = slice(radius + dx, radius + dx + width)
-        diff = pg[(..., rows, cols) + g_tail] - g
-        if color_norm == "l1":
-            dist = xp.abs(diff)
-        else:
-            dist = diff * diff
-        if guide_channels:
-            dist = xp.sum(dist, axis=-1, dtype=xp.int32)
-        wr = xp.reshape(xp.take(table, xp.reshape(dist, (-1,))), dist.shape)
-        w = (wr * ws + half) >> WEIGHT_BITS
-        neighbour = pv[(..., rows, cols) + v_tail]
-        if hole is not None:
-            w = xp.where(neighbour != hole, w, xp.zeros_like(w))
-        wv = w[..., None] if value_channels else w
-        term = xp.astype(wv, acc_type) * xp.astype(neighbour, acc_type)
+        w, term = offset_terms(xp, pg[(..., rows, cols) + g_tail], g, pv[(..., rows, cols) + v_tail], table,
+                               spatial[k], guide_channels=guide_channels, value_channels=value_channels,
+                               color_norm=color_norm, hole=hole, acc_type=acc_type)
         num = term if num is None else num + term
         den = w if den is None else den + w
+    return weighted_mean(xp, num, den, values, value_channels=value_channels, hole=hole, keep_known=keep_known,
+                         acc_type=acc_type)
+
+
+def offset_terms(xp: Any, guide_at: Any, g: Any, values_at: Any, table: Any, ws: Any, *, guide_channels: bool,
+                 value_channels: bool, color_norm: str, hole: int | None, acc_type: Any) -> tuple[Any, Any]:
+    """One window offset's weights ``w`` (int32) and terms ``w v`` (``acc_type``), from the
+    guide ``g`` (int32), the guide and the values shifted by the offset (``guide_at``,
+    ``values_at``) and the offset's spatial weight ``ws``: the one definition of the portable
+    loop's arithmetic and of JAX's XLA loop over a table of the offsets (``_bilateral_pallas.py``)."""
+    diff = guide_at - g
+    dist = xp.abs(diff) if color_norm == "l1" else diff * diff
+    if guide_channels:
+        dist = xp.sum(dist, axis=-1, dtype=xp.int32)
+    wr = xp.reshape(xp.take(table, xp.reshape(dist, (-1,))), dist.shape)
+    w = (wr * ws + (1 << (WEIGHT_BITS - 1))) >> WEIGHT_BITS
+    if hole is not None:
+        w = xp.where(values_at != hole, w, xp.zeros_like(w))
+    wv = w[..., None] if value_channels else w
+    return w, xp.astype(wv, acc_type) * xp.astype(values_at, acc_type)
+
+
+def weighted_mean(xp: Any, num: Any, den: Any, values: Any, *, value_channels: bool, hole: int | None,
+                  keep_known: bool, acc_type: Any) -> Any:
+    """``(N + W // 2) // W`` from the sums ``num`` (``acc_type``) and ``den`` (int32), with the
+    hole rule (``W = 0`` gives ``hole``; ``keep_known`` keeps every value that is not one), in
+    ``values``' dtype."""
     den = xp.astype(den, acc_type)
     if value_channels:
         den = den[..., None]
@@ -189,15 +216,13 @@ def _bilateral_numpy(guide: Any, values: Any, table: Any, spatial: Any, *, offse
     from ..backends.numpy import row_bands, run_bands
 
     gy, gx = (-3, -2) if guide_channels else (-2, -1)
-    vy, vx = (-3, -2) if value_channels else (-2, -1)
+    vy = -3 if value_channels else -2
     height, width = guide.shape[gy], guide.shape[gx]
     g_plane, v_plane = tuple(guide.shape[gy:]), tuple(values.shape[vy:])
     frames = math.prod(guide.shape[:gy])
-    g = guide.reshape((frames,) + g_plane).astype(np.int32)
     v = values.reshape((frames,) + v_plane)
-    value_fill = 0 if hole is None else hole
-    pg = pad_axis(np, pad_axis(np, g, gx, radius, radius, border, 0), gy, radius, radius, border, 0)
-    pv = pad_axis(np, pad_axis(np, v, vx, radius, radius, border, value_fill), vy, radius, radius, border, value_fill)
+    g, pg, pv = bordered(np, guide.reshape((frames,) + g_plane), v, radius=radius, guide_channels=guide_channels,
+                         value_channels=value_channels, border=border, hole=hole)
     out = np.empty(v.shape, values.dtype)
 
     def band(item: tuple[int, int, int]) -> None:
@@ -244,6 +269,16 @@ def run_bilateral(
     )
 
 
+def gaussian_sigma(value: Any, name: str) -> float:
+    """A sigma of the spatial or the range Gaussian: a finite real number of at least :data:`MIN_SIGMA`
+    (any sigma far below one pixel or grey level already gives the tables of the limit: only the
+    centre, or only equal colours, weigh)."""
+    value = _validate.real(value, name, positive=True)
+    if value < MIN_SIGMA:
+        raise ValueError(f"{name} must be at least {MIN_SIGMA} (2 {name}**2 must not underflow to 0), got {value}")
+    return value
+
+
 def guided_pair(guide: Any, values: Any, guide_name: str, values_name: str, channel_axis: Any,
                 values_dtypes: tuple = (np.uint8,), value_channels_allowed: bool = True) -> tuple[Any, Any, bool, bool]:
     """Check a guide image and the image it steers: uint8 guide with 1 or 3 channels, values of
@@ -261,6 +296,8 @@ def guided_pair(guide: Any, values: Any, guide_name: str, values_name: str, chan
         raise ValueError(f"{guide_name} must have 1 or 3 channels, got shape {tuple(guide.shape)}")
     g_plane = tuple(guide.shape[:-1]) if gc else tuple(guide.shape)
     v_plane = tuple(values.shape[:-1]) if vc else tuple(values.shape)
+    if g_plane != v_plane and not value_channels_allowed:  # the library's colour rule, with its hint
+        _validate.gray(values, values_name, "auto", batches=False)
     if g_plane != v_plane:
         raise ValueError(f"{guide_name} and {values_name} must have the same (..., H, W) shape, got "
                          f"{tuple(guide.shape)} and {tuple(values.shape)}")
@@ -271,7 +308,10 @@ def owner_of_dtype(x: Any) -> Any:
     """The NumPy dtype of an array argument (a list becomes a NumPy array first); ``None`` if it has none."""
     dtype = getattr(x, "dtype", None)
     if dtype is None and isinstance(x, (list, tuple)):
-        dtype = np.asarray(x).dtype
+        try:
+            dtype = np.asarray(x).dtype
+        except ValueError:  # a ragged list: _validate.image names the argument
+            return None
     try:
         return None if dtype is None else np.dtype(dtype)
     except TypeError:
@@ -311,12 +351,16 @@ def joint_bilateral(
         The image filtered (1 to 4 channels, each filtered with the same weights); the same
         ``(..., H, W)`` as ``joint``. Leading axes are a batch.
     d : int
-        Window diameter as in OpenCV: radius ``d // 2``; ``d <= 0`` takes the radius
-        ``round(1.5 sigma_space)``; at least 1, at most 15.
+        Window diameter as in OpenCV: the radius is ``d // 2`` (``d <= 0``: ``round(1.5
+        sigma_space)``), at least 1 and at most 15, so ``d`` is at most 31 (a 31 x 31 window).
     sigma_color : float
-        Range Gaussian's sigma in grey levels (of the L1 colour distance for RGB), > 0.
+        Range Gaussian's sigma in grey levels (of the L1 colour distance for RGB), at least
+        :data:`MIN_SIGMA` (1e-150) and finite; a sigma far above 255 weighs every colour alike
+        (the spatial Gaussian alone).
     sigma_space : float
-        Spatial Gaussian's sigma in pixels, > 0.
+        Spatial Gaussian's sigma in pixels, at least 1e-150 and finite (far above the radius:
+        every offset weighs alike); with ``d <= 0``, below 31 / 3 (the radius
+        ``round(1.5 sigma_space)`` at most 15).
     border : {'reflect101', 'replicate', 'constant'}
         How pixels outside the image are made (OpenCV's default BORDER_REFLECT_101; ``constant``
         reads 0 in both images).
@@ -360,16 +404,16 @@ def joint_bilateral(
     guide, values, gc, vc = guided_pair(joint, src, "joint", "src", channel_axis)
     if vc and not 1 <= values.shape[-1] <= 4:
         raise ValueError(f"src must have 1 to 4 channels, got shape {tuple(values.shape)}")
-    d = _validate.integer(d, "d")
-    sigma_color = _validate.real(sigma_color, "sigma_color", positive=True)
-    sigma_space = _validate.real(sigma_space, "sigma_space", positive=True)
+    d = _validate.integer(d, "d", high=2 * MAX_RADIUS + 1)
+    sigma_color = gaussian_sigma(sigma_color, "sigma_color")
+    sigma_space = gaussian_sigma(sigma_space, "sigma_space")
     border = _validate.choice(border, "border", BILATERAL_BORDERS)
     window = _validate.choice(window, "window", WINDOWS)
     color_norm = _validate.choice(color_norm, "color_norm", COLOR_NORMS)
+    if d <= 0 and not 1.5 * sigma_space < MAX_RADIUS + 0.5:  # round() takes 15.5 to 16 (half to even)
+        raise ValueError(f"sigma_space must be below {(2 * MAX_RADIUS + 1) / 3:.4f} when d <= 0 (the window radius "
+                         f"round(1.5 sigma_space) is at most {MAX_RADIUS}), got {sigma_space}")
     radius = max(d // 2 if d > 0 else round(1.5 * sigma_space), 1)  # OpenCV's rule (cvRound: half even)
-    if radius > MAX_RADIUS:
-        what = "d" if d > 0 else "sigma_space (d <= 0 takes the radius round(1.5 sigma_space))"
-        raise ValueError(f"{what}: the window radius would be {radius}; at most {MAX_RADIUS} is supported")
     return run_bilateral(guide, values, spatial_window(radius, sigma_space, window), sigma_color,
                          guide_channels=gc, value_channels=vc, border=border, color_norm=color_norm)
 

@@ -1,5 +1,6 @@
 """JAX override of the joint bilateral kernel (``joint_bilateral``: ``filters.joint_bilateral`` and
-``depth.dcbf``): on a GPU Pallas (Triton) kernels, elsewhere the portable version.
+``depth.dcbf``): on a GPU Pallas (Triton) kernels, elsewhere (the CPU, or no Pallas) one XLA loop
+over the window's offsets (:func:`looped_bilateral`).
 
 The portable version is a handful of whole-image operations per window offset (121 offsets for
 Table 5's 11 x 11 window), each writing and reading its image through memory, and a gather of the
@@ -7,8 +8,9 @@ range table per offset: on an H200, 1.9 ms a frame for DCBF in batches of 16. He
 pixels' sums in registers and walks the offsets with the portable version's integer arithmetic,
 in the same order, so the bits are the same: one tile of pixels (:func:`pallas_bilateral`), or,
 where only the holes change (``dcbf(update="holes")``), a list of holes
-(:func:`pallas_bilateral_holes`). ``_bilateral.py`` imports this module at its end, which
-registers the override.
+(:func:`pallas_bilateral_holes`). Traced as it is, the portable version unrolls its offsets into
+the program, whose compile time grows with the window; the XLA loop reads them from a table
+instead. ``_bilateral.py`` imports this module at its end, which registers the override.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 from .._border import pad_axis
 from ..backends import backend
 from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
-from ._bilateral import WEIGHT_BITS, bilateral_kernel
+from ._bilateral import WEIGHT_BITS, bilateral_kernel, bordered, offset_terms, weighted_mean
 
 #: A program's tile: rows x columns (powers of two, as Triton's blocks must be) and its warps.
 #: H200, Table 5's task (800 x 600, 11 x 11, 16 frames a call), µs a frame: grey guide 39.6, RGB
@@ -47,7 +49,57 @@ def _bilateral_jax(guide: Any, values: Any, table: Any, spatial: Any, *, offsets
         if run is not None:
             with quiet_pallas_triton():  # JAX lowers the kernel at the first call
                 return run(guide, values, table, spatial)
-    return bilateral_kernel.portable_for(backend())(guide, values, table, spatial, **params)
+    return looped_bilateral()(guide, values, table, spatial, **params)
+
+
+@functools.cache
+def looped_bilateral() -> Any:
+    """The portable version's sums as one XLA loop over the window's offsets: jitted, every
+    keyword static.
+
+    The portable version unrolls one step per offset into the traced program, and XLA's compile
+    time grows with that program (a 31 x 31 window, 961 offsets, did not compile in minutes on a
+    CPU). Here the offsets are a table of ``(dy, dx)`` read by a ``fori_loop``, whose step slices
+    the bordered guide and values at the offset (``dynamic_slice``) and adds that offset's
+    :func:`~portcv.filters._bilateral.offset_terms`: the same integers in the same order, so the
+    same bits, and a program whose size does not depend on the window.
+    """
+    from jax import lax
+
+    from ..backends.jax import jit
+
+    def run(guide: Any, values: Any, table: Any, spatial: Any, *, offsets: tuple, radius: int,
+            guide_channels: bool, value_channels: bool, border: str, color_norm: str, hole: int | None,
+            keep_known: bool, wide: bool) -> Any:
+        xp = backend().xp
+        g, pg, pv = bordered(xp, guide, values, radius=radius, guide_channels=guide_channels,
+                             value_channels=value_channels, border=border, hole=hole)
+        acc_type = xp.int64 if wide else xp.int32
+        shifts = xp.asarray(np.array(offsets, np.int32).reshape(-1, 2) + radius)
+
+        def shifted(padded: Any, like: Any, channels: bool, dy: Any, dx: Any) -> Any:
+            """``padded`` at ``like``'s shape, moved by ``(dy, dx)`` from the window's corner."""
+            zero = xp.zeros((), xp.int32)
+            starts = (zero,) * (like.ndim - (3 if channels else 2)) + (dy, dx) + ((zero,) if channels else ())
+            return lax.dynamic_slice(padded, starts, like.shape)
+
+        def step(k: Any, sums: tuple) -> tuple:
+            num, den = sums
+            dy, dx = shifts[k, 0], shifts[k, 1]
+            w, term = offset_terms(xp, shifted(pg, g, guide_channels, dy, dx), g,
+                                   shifted(pv, values, value_channels, dy, dx), table, spatial[k],
+                                   guide_channels=guide_channels, value_channels=value_channels,
+                                   color_norm=color_norm, hole=hole, acc_type=acc_type)
+            return num + term, den + w
+
+        plane = values.shape[:-1] if value_channels else values.shape
+        num, den = lax.fori_loop(0, len(offsets), step,
+                                 (xp.zeros(values.shape, acc_type), xp.zeros(plane, xp.int32)))
+        return weighted_mean(xp, num, den, values, value_channels=value_channels, hole=hole, keep_known=keep_known,
+                             acc_type=acc_type)
+
+    return jit(run, static_argnames=("offsets", "radius", "guide_channels", "value_channels", "border",
+                                     "color_norm", "hole", "keep_known", "wide"))
 
 
 @functools.lru_cache(maxsize=None)

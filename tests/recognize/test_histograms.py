@@ -58,10 +58,11 @@ def test_counts_equal_naive_loops(img, P, method, data):
 @given(img=images(channels=(None,), max_h=40, max_w=40), P=st.sampled_from([1, 8, 16]), R=st.sampled_from([1, 2, 1.5]),
        region=st.tuples(st.integers(1, 20), st.integers(1, 20)), method=st.sampled_from(["u2", "default", "uniform"]))
 def test_same_bits_on_every_backend(backend, img, P, R, region, method):
-    image, _ = img
+    image, channel_axis = img  # None: a batch of gray frames, however narrow
     if min(image.shape[-2:]) <= 2 * int(np.ceil(R)):
         image = np.pad(image, [(0, 0)] * (image.ndim - 2) + [(3, 3), (3, 3)])
-    out = matches_numpy(backend, recognize.lbp_histograms, image, P=P, R=R, method=method, region_size=region)
+    out = matches_numpy(backend, recognize.lbp_histograms, image, P=P, R=R, method=method, region_size=region,
+                        channel_axis=channel_axis)
     assert out.shape[:-3] == image.shape[:-2]
 
 
@@ -74,6 +75,32 @@ def test_portable_counting_equals_bincount(labels, shape, region):
     params = dict(ny=-(-shape[1] // h), nx=-(-shape[2] // w), h=h, w=w, bins=59, dtype="uint16")
     expected = region_histograms_kernel.portable(portcv.backends.get("numpy").xp, lab, **params)
     assert_same_bits(expected, region_histograms_kernel.overrides["numpy"].fn(lab, **params))
+
+
+@pytest.mark.parametrize("width, height", [(88, 108), (126, 146), (15, 36), (37, 7), (8, 300)])
+def test_regions_sized_to_the_face(width, height):
+    """regions=(7, 7): ceil-sized regions where their tiling gives 7 per axis (ORL's 88 x 108
+    interior: 13 x 16; the thesis's 126 x 146: 18 x 21), floor-sized cells with the remainder
+    dropped where it does not (15 and 36 pixels give 5 and 6 ceil-sized regions); counts equal
+    the naive loop over that layout."""
+    image = np.random.default_rng(width * height).integers(0, 256, (height + 2, width + 2), dtype=np.uint8)
+    labels = portcv.to_numpy(recognize.local_binary_pattern(image, 8, 1, method="u2", border="valid"))
+
+    def extent(n):
+        size = -(-n // 7)
+        return size if -(-n // size) == 7 else n // 7
+
+    h, w = extent(height), extent(width)
+    out = portcv.to_numpy(recognize.lbp_histograms(image, P=8, R=1, regions=(7, 7), dtype="int32"))
+    assert out.shape == (7, 7, 59)
+    np.testing.assert_array_equal(out, naive_histograms(labels, 7, 7, h, w, 59))
+    expected = {88: 13, 126: 18, 15: 2, 37: 6, 8: 1, 108: 16, 146: 21, 36: 5, 7: 1, 300: 43}
+    assert (w, h) == (expected[width], expected[height])
+
+
+def test_regions_of_a_thesis_face_are_its_18_x_21_regions():
+    face = np.random.default_rng(9).integers(0, 256, (150, 130), dtype=np.uint8)
+    assert_same_bits(recognize.lbp_histograms(face), recognize.lbp_histograms(face, regions=(7, 7)))
 
 
 def test_batches_of_faces():
@@ -103,3 +130,20 @@ def test_bad_input():
         recognize.lbp_histograms(np.zeros((300, 300), np.uint8), region_size=(200, 200))
     with pytest.raises(ValueError, match="P"):
         recognize.lbp_histograms(face, P=20)
+    with pytest.raises(ValueError, match="grid or regions, not both"):
+        recognize.lbp_histograms(face, grid=(2, 2), regions=(2, 2))
+    with pytest.raises(ValueError, match=r"regions=\(7, 7\) needs .* at least 7 x 7 pixels; these faces give 16 x 6"):
+        recognize.lbp_histograms(face[:10], regions=(7, 7))
+    with pytest.raises(TypeError, match="regions"):
+        recognize.lbp_histograms(face, regions="7x7")
+
+
+def test_colour_images_are_refused_with_the_conversion_hint():
+    """Before, a (150, 130, 3) colour face was read as 150 faces 3 pixels wide ("too small")."""
+    rgb = np.zeros((150, 130, 3), np.uint8)
+    for fn in (recognize.lbp_histograms, lambda im, **kw: recognize.local_binary_pattern(im, 8, 1, **kw)):
+        with pytest.raises(ValueError, match=r"image looks like a colour image.*rgb_to_gray\(image\)"):
+            fn(rgb)
+    narrow = np.random.default_rng(0).integers(0, 256, (2, 9, 4), dtype=np.uint8)  # a batch of 9 x 4 frames
+    out = recognize.local_binary_pattern(narrow, 4, 1, channel_axis=None)
+    assert_same_bits(out, np.stack([recognize.local_binary_pattern(f, 4, 1) for f in narrow]))

@@ -23,11 +23,12 @@ radii = st.sampled_from([1.0, 1.5, 2.0, 3.0, 0.5, 2.7])
 @given(img=images(channels=(None,), max_h=40, max_w=45), P=st.integers(1, 16), R=radii,
        method=st.sampled_from(recognize.METHODS), border=st.sampled_from(["constant", "valid"]))
 def test_same_bits_on_every_backend(backend, img, P, R, method, border):
-    image, _ = img
+    image, channel_axis = img  # None: a batch of gray frames, however narrow
     c = int(np.ceil(R))
     if border == "valid" and min(image.shape[-2:]) <= 2 * c:
         border = "constant"
-    out = matches_numpy(backend, recognize.local_binary_pattern, image, P, R, method=method, border=border)
+    out = matches_numpy(backend, recognize.local_binary_pattern, image, P, R, method=method, border=border,
+                        channel_axis=channel_axis)
     assert out.dtype == np.uint16
     assert out.shape == (image.shape if border == "constant" else image.shape[:-2] + (image.shape[-2] - 2 * c, image.shape[-1] - 2 * c))
     assert int(out.max()) < bin_count(P, method)

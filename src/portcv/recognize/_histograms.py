@@ -6,7 +6,12 @@ region j). Regions of ``region_size = (w, h)`` pixels are tiled from the top-lef
 row and column of regions keep their partial size (``ceil``): on the thesis's 130 x 150 faces
 this gives exactly the five feature lengths of its Table 4.2 (8496, 2891, 1475, 11907, 6075).
 ``grid = (gx, gy)`` gives OpenCV LBPH's cells instead (``floor(W / gx) x floor(H / gy)``
-pixels, the remainder dropped).
+pixels, the remainder dropped). ``regions = (nx, ny)`` sizes the regions to the face, as the
+thesis cuts its faces into 7 x 7: ``ceil(W / nx) x ceil(H / ny)`` pixels tiled as
+``region_size`` (18 x 21 on the 126 x 146 interior of a 130 x 150 face), or, on an axis where
+that tiling gives fewer than ``nx`` (``ny``) regions (on some interiors of at most
+``(nx - 1)**2`` pixels, e.g. 15 or 36 for 7), ``floor`` sized cells with the remainder dropped,
+as ``grid``.
 
 Counting is exact integer work on every backend: the portable version sorts one key per pixel
 (frame, region, label) and reads the counts with ``searchsorted``; NumPy uses ``np.bincount``
@@ -33,16 +38,35 @@ HISTOGRAM_DTYPES = ("auto", "uint8", "uint16", "int32")
 MAX_REGION_PIXELS = 2**15 - 1
 
 
-def region_layout(height: int, width: int, region_size: Any, grid: Any) -> tuple[int, int, int, int]:
-    """``(ny, nx, h, w)`` of the regions over an ``height x width`` label image."""
+def region_layout(height: int, width: int, region_size: Any, grid: Any,
+                  regions: Any = None) -> tuple[int, int, int, int]:
+    """``(ny, nx, h, w)`` of the regions over an ``height x width`` label image: ``grid``'s
+    cells, else ``regions`` sized to it, else tiles of ``region_size`` (module docstring)."""
+    if grid is not None and regions is not None:
+        raise ValueError(f"pass grid or regions, not both (got grid={grid!r}, regions={regions!r})")
     if grid is not None:
         gx, gy = _validate.kernel_size(grid, "grid", odd=False, low=1, high=4096)
         w, h = width // gx, height // gy
         if w == 0 or h == 0:
             raise ValueError(f"grid={grid!r} has more cells than the {width} x {height} label image has pixels")
         return gy, gx, h, w
+    if regions is not None:
+        rx, ry = _validate.kernel_size(regions, "regions", odd=False, low=1, high=4096)
+        if width < rx or height < ry:
+            raise ValueError(f"regions={regions!r} needs a label image (the face's interior) of at least {rx} x {ry} "
+                             f"pixels; these faces give {width} x {height}: pass fewer regions")
+        w, h = _region_extent(width, rx), _region_extent(height, ry)
+        return ry, rx, h, w
     w, h = _validate.kernel_size(region_size, "region_size", odd=False, low=1, high=1 << 15)
     return -(-height // h), -(-width // w), h, w
+
+
+def _region_extent(length: int, count: int) -> int:
+    """The size of ``count`` regions over ``length >= count`` pixels: ``ceil(length / count)``
+    when its tiling (the last region partial) gives ``count`` regions, else ``length // count``
+    (the remainder, fewer than ``count`` pixels, dropped)."""
+    size = -(-length // count)
+    return size if -(-length // size) == count else length // count
 
 
 def _region_keys(xp: Any, labels: Any, ny: int, nx: int, h: int, w: int, bins: int) -> tuple[Any, int]:
@@ -96,7 +120,7 @@ def _region_histograms_jax_compiled(ny: int, nx: int, h: int, w: int, bins: int,
 
 
 def lbp_histograms(image: Any, *, P: int = 8, R: float = 2.0, method: str = "u2", region_size: Any = (18, 21),
-                   grid: Any = None, dtype: str = "auto") -> Any:
+                   grid: Any = None, regions: Any = None, dtype: str = "auto", channel_axis: Any = "auto") -> Any:
     """Regional LBP histograms of a face or a batch of faces (Ahonen et al.'s descriptor).
 
     The labels of :func:`local_binary_pattern` with ``border="valid"`` are counted per region;
@@ -118,8 +142,17 @@ def lbp_histograms(image: Any, *, P: int = 8, R: float = 2.0, method: str = "u2"
     grid : (gx, gy) pair of int, optional
         Instead of ``region_size``: OpenCV LBPH's ``grid_x x grid_y`` cells of
         ``floor(W' / gx) x floor(H' / gy)`` pixels (``W', H'`` the interior), the remainder dropped.
+    regions : (nx, ny) pair of int, optional
+        Instead of ``region_size`` (not with ``grid``): ``nx x ny`` regions sized to the face,
+        ``ceil(W' / nx) x ceil(H' / ny)`` pixels tiled as ``region_size`` does; on an axis where
+        that tiling gives fewer regions (some interiors of at most ``(n - 1)**2`` pixels), cells
+        of ``floor`` size with the remainder dropped. ``(7, 7)`` on a 130 x 150 face is
+        ``region_size=(18, 21)``; on ORL's 92 x 112 faces, 13 x 16.
     dtype : {'auto', 'uint8', 'uint16', 'int32'}
         Count type; ``'auto'`` is uint8 when a region has at most 255 pixels, else uint16.
+    channel_axis : {'auto', None}
+        ``'auto'``: an array whose last axis has 3 or 4 entries is a colour image and is refused
+        (convert it with :func:`portcv.color.rgb_to_gray`); ``None``: the leading axes are a batch.
 
     Returns
     -------
@@ -149,8 +182,12 @@ def lbp_histograms(image: Any, *, P: int = 8, R: float = 2.0, method: str = "u2"
     ((7, 7, 59), dtype('uint16'), 18396)
     >>> portcv.recognize.lbp_histograms(face, P=16, region_size=(26, 30)).size
     6075
+    >>> orl = np.zeros((112, 92), np.uint8)                  # an ORL face: 88 x 108 interior
+    >>> portcv.recognize.lbp_histograms(orl, regions=(7, 7)).shape
+    (7, 7, 59)
     """
     image = _validate.image(image, "image")
+    _validate.gray(image, "image", channel_axis)
     P, R = check_pr(P, R)
     method = _validate.choice(method, "method", METHODS)
     dtype = _validate.choice(dtype, "dtype", HISTOGRAM_DTYPES)
@@ -159,10 +196,10 @@ def lbp_histograms(image: Any, *, P: int = 8, R: float = 2.0, method: str = "u2"
     if H <= 0 or W <= 0:
         raise ValueError(f"image of shape {tuple(image.shape)} is too small for R={R}: its interior "
                          f"(H - 2 ceil(R), W - 2 ceil(R)) is empty")
-    ny, nx, h, w = region_layout(H, W, region_size, grid)
+    ny, nx, h, w = region_layout(H, W, region_size, grid, regions)
     pixels = min(h, H) * min(w, W)
     if pixels > MAX_REGION_PIXELS:
-        raise ValueError(f"region_size/grid give regions of {pixels} pixels; at most {MAX_REGION_PIXELS} "
+        raise ValueError(f"region_size/grid/regions give regions of {pixels} pixels; at most {MAX_REGION_PIXELS} "
                          "(the chi-square fixed point needs counts below 2**15)")
     if dtype == "auto":
         dtype = "uint8" if pixels <= 255 else "uint16"

@@ -216,7 +216,8 @@ def _lbp_numpy(image: Any, *, P: int, R: float, method: str, border: str) -> Any
     return out.reshape(lead + (Ho, Wo))
 
 
-def local_binary_pattern(image: Any, P: int, R: float, *, method: str = "default", border: str = "constant") -> Any:
+def local_binary_pattern(image: Any, P: int, R: float, *, method: str = "default", border: str = "constant",
+                         channel_axis: Any = "auto") -> Any:
     """Local binary pattern labels of a gray image, exact on every backend.
 
     scikit-image's ``skimage.feature.local_binary_pattern`` (same sample points, same bit order,
@@ -239,6 +240,9 @@ def local_binary_pattern(image: Any, P: int, R: float, *, method: str = "default
         ``'constant'``: pixels outside the image are 0 and the output has the image's size
         (scikit-image's behaviour). ``'valid'``: only centres whose samples all lie inside,
         an ``(H - 2c, W - 2c)`` output with ``c = ceil(R)`` (OpenCV's and Ahonen's interior).
+    channel_axis : {'auto', None}
+        ``'auto'``: an array whose last axis has 3 or 4 entries is a colour image and is refused
+        (convert it with :func:`portcv.color.rgb_to_gray`); ``None``: the leading axes are a batch.
 
     Returns
     -------
@@ -278,6 +282,7 @@ def local_binary_pattern(image: Any, P: int, R: float, *, method: str = "default
            [15, 15, 15]], dtype=uint16)
     """
     image = _validate.image(image, "image")
+    _validate.gray(image, "image", channel_axis)
     P, R = check_pr(P, R)
     method = _validate.choice(method, "method", METHODS)
     border = _validate.choice(border, "border", LBP_BORDERS)

@@ -44,6 +44,17 @@ def test_bad_arguments():
         portcv.data.csu_faces(eye_distance=0, download=False)
 
 
+@pytest.mark.parametrize("name, value", [("download", "no"), ("download", None), ("equalize_histogram", "yes")])
+def test_flags_must_be_bools(tmp_path, monkeypatch, name, value):
+    """Before, download="no" was truthy: it fetched the 22.9 MB archive."""
+    def no_fetch(*args, **kwargs):
+        raise AssertionError("csu_faces fetched or read data before checking its flags")
+
+    monkeypatch.setattr(portcv.data, "csu_scrapshots", no_fetch)
+    with pytest.raises(TypeError, match=f"{name} must be a bool"):
+        portcv.data.csu_faces(cache=tmp_path, **{name: value})
+
+
 def test_alignment_puts_the_eyes_in_place():
     image = np.zeros((200, 300), np.uint8)
     image[60, 100] = image[80, 180] = 255  # eyes, tilted

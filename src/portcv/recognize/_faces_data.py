@@ -88,6 +88,9 @@ def csu_faces(*, size: Any = (130, 150), eye_distance: float = 50.0, eye_y: floa
     """
     from .. import data
 
+    for name, flag in (("equalize_histogram", equalize_histogram), ("download", download)):
+        if not isinstance(flag, bool):  # download="no" would be truthy and fetch 22.9 MB
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     w, h = _validate.kernel_size(size, "size", odd=False, low=8, high=4096)
     eye_distance = _validate.real(eye_distance, "eye_distance", positive=True, high=float(w))
     eye_y = _validate.real(eye_y, "eye_y", high=float(h))

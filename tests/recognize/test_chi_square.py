@@ -171,7 +171,8 @@ def test_the_count_check_inside_a_users_jax_jit_is_a_clear_error():
         with pytest.raises(TypeError, match="query and gallery: .*outside jax.jit"):
             jax.jit(lambda g: recognize.chi_square(g[0], g)[0])(portcv.asarray(G))
         inside = jax.jit(lambda g: recognize.chi_square(g[0], g)[0])(portcv.asarray(G.astype(np.uint8)))
-    assert portcv.to_numpy(inside).tolist() == recognize.chi_square(G[0].astype(np.uint8), G.astype(np.uint8))[0].tolist()
+    direct = recognize.chi_square(G[0].astype(np.uint8), G.astype(np.uint8))[0]
+    assert portcv.to_numpy(inside).tolist() == direct.tolist()
 
 
 @pytest.mark.parametrize("k", [1, 3])
@@ -361,6 +362,8 @@ def test_bad_input():
         recognize.nearest(np.zeros((4, 5), np.uint16), G, k=4)
     with pytest.raises(ValueError, match="max_count"):
         recognize.chi_square(np.zeros((4, 5), np.uint16), G, max_count=40000)
+    with pytest.raises(ValueError, match="weights must be a rectangular array"):
+        recognize.chi_square(np.zeros((4, 5), np.uint16), G, weights=[[1, 2], [3]])
 
 
 def _jax_on_device(monkeypatch):

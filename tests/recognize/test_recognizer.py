@@ -109,6 +109,82 @@ def test_bad_input():
         recognize.LBPFaceRecognizer(threshold=-1)
 
 
+@pytest.mark.parametrize("shape", [(112, 92), (40, 36), (61, 203)])
+def test_the_defaults_work_on_any_face_size(shape):
+    """ORL's 92 x 112 faces, small and oddly shaped ones: 7 x 7 regions sized to the face and
+    Ahonen's weights (before, the default 18 x 21 regions gave ORL 6 x 5 regions, and
+    weights='ahonen7x7' refused them)."""
+    faces = np.random.default_rng(sum(shape)).integers(0, 256, (3,) + shape, dtype=np.uint8)
+    rec = recognize.LBPFaceRecognizer()
+    rec.train(faces, [1, 2, 3])
+    assert rec._gallery.shape == (3, 7, 7, 59)
+    assert rec.predict(faces[1]) == (2, 0.0)
+    labels, dist = rec.predict(faces[::-1])
+    assert labels.tolist() == [3, 2, 1] and dist.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_the_default_regions_are_the_thesis_regions_on_its_faces():
+    """On 130 x 150 faces the 7 x 7 regions sized to the face are 18 x 21, the former default:
+    galleries and predictions are bit-identical to region_size=(18, 21)."""
+    base, noisy, labels = _faces(4, seed=3)
+    fixed, sized = recognize.LBPFaceRecognizer(region_size=(18, 21)), recognize.LBPFaceRecognizer()
+    for rec in (fixed, sized):
+        rec.train(base, labels)
+    np.testing.assert_array_equal(portcv.to_numpy(fixed._gallery), portcv.to_numpy(sized._gallery))
+    for a, b in zip(fixed.predict(noisy, k=2), sized.predict(noisy, k=2)):
+        np.testing.assert_array_equal(a, b)
+    assert sized.regions == (7, 7) and sized.region_size is None and fixed.regions is None
+
+
+def test_the_fixed_region_size_is_still_an_option():
+    faces = np.random.default_rng(2).integers(0, 256, (2, 112, 92), dtype=np.uint8)
+    with pytest.raises(ValueError, match="7 x 7 regions; these faces give 6 x 5"):
+        recognize.LBPFaceRecognizer(region_size=(18, 21)).train(faces, [0, 1])
+    rec = recognize.LBPFaceRecognizer(region_size=(18, 21), weights=None)
+    rec.train(faces, [0, 1])
+    assert rec._gallery.shape == (2, 6, 5, 59) and rec.predict(faces[1]) == (1, 0.0)
+    coarse = recognize.LBPFaceRecognizer(regions=(4, 3), weights=None)
+    coarse.train(faces, [0, 1])
+    assert coarse._gallery.shape == (2, 3, 4, 59)
+    with pytest.raises(ValueError, match="one of region_size, grid and regions"):
+        recognize.LBPFaceRecognizer(regions=(7, 7), grid=(7, 7))
+    with pytest.raises(ValueError, match="one of region_size, grid and regions"):
+        recognize.LBPFaceRecognizer(regions=(7, 7), region_size=(18, 21))
+    with pytest.raises(ValueError, match="regions"):
+        recognize.LBPFaceRecognizer(regions=(0, 7))
+
+
+RECOGNIZER_BAD_INPUT = {
+    "colour faces": (lambda rec: rec.train(np.zeros((40, 36, 3), np.uint8), [1]), ValueError,
+                     "images looks like a colour"),
+    "colour faces in a list": (lambda rec: rec.train([np.zeros((40, 36, 3), np.uint8)] * 2, [1, 2]), ValueError,
+                               "images looks like a colour"),
+    "empty list": (lambda rec: rec.train([], []), ValueError, "images must not be empty"),
+    "None faces": (lambda rec: rec.train(None, [1]), TypeError, "images"),
+    "1-D faces": (lambda rec: rec.train(np.zeros(40, np.uint8), [1]), ValueError, "images"),
+    "4-D faces": (lambda rec: rec.train(np.zeros((1, 2, 40, 36), np.uint8), [1, 2]), ValueError, "images"),
+    "float faces": (lambda rec: rec.train(np.zeros((2, 40, 36)), [1, 2]), TypeError, "images"),
+    "None labels": (lambda rec: rec.train(np.zeros((2, 40, 36), np.uint8), None), TypeError, "labels"),
+    "ragged labels": (lambda rec: rec.train(np.zeros((2, 40, 36), np.uint8), [[1, 2], [3]]), ValueError,
+                      "labels must be one integer per image"),
+    "ragged weights": (lambda rec: recognize.LBPFaceRecognizer(weights=[[1, 2], [3]]), ValueError, "weights"),
+    "NaN threshold": (lambda rec: recognize.LBPFaceRecognizer(threshold=float("nan")), ValueError, "threshold"),
+    "k None": (lambda rec: rec.predict(np.zeros((40, 36), np.uint8), k=None), TypeError, "k"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RECOGNIZER_BAD_INPUT))
+def test_bad_input_names_the_argument(case):
+    """Before, a colour face was read as 40 faces 3 pixels wide (a labels error), an empty list as
+    float64, and ragged weights leaked NumPy's message."""
+    call, error, message = RECOGNIZER_BAD_INPUT[case]
+    rec = recognize.LBPFaceRecognizer(region_size=(9, 9), weights=None)
+    if case == "k None":
+        rec.train(np.zeros((2, 40, 36), np.uint8), [1, 2])
+    with pytest.raises(error, match=message):
+        call(rec)
+
+
 # -- accuracy on identity-labelled faces ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def csu():

@@ -157,3 +157,21 @@ def test_stream_fps_default_agrees_in_help_and_docs():
     assert documented, "docs/stream.md no longer describes --fps F"
     for claim in ("0 for as fast as possible", "default: the source's", "30 for synthetic"):
         assert claim in help_text and claim in documented.group(1), (claim, help_text, documented.group(1))
+
+
+def test_demo_where_no_backend_can_run_is_an_error(capsys):
+    """``demo --backends cupy`` on a machine without CuPy printed "skipped" and exited 0."""
+    class Missing(portcv.backends.numpy.NumpyBackend):
+        name = "missing-demo-test"
+
+        def _load(self):
+            raise portcv.BackendUnavailableError("backend 'missing-demo-test' needs a missing package; install it")
+
+    portcv.backends.register(Missing(), replace=True)
+    try:
+        assert cli.main(["demo", "--backends", "missing-demo-test", "--size", "16x12", "--out", ""]) == 2
+    finally:
+        portcv.backends._REGISTRY.pop("missing-demo-test")
+    captured = capsys.readouterr()
+    assert "skipped: backend 'missing-demo-test' needs a missing package" in captured.out
+    assert "none of the backends asked for can run here (missing-demo-test)" in captured.err

@@ -75,7 +75,11 @@ def demo(args: argparse.Namespace) -> int:
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     for row in [header] + rows:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
-    if reference is not None and args.out:
+    if reference is None:  # nothing ran, so nothing was checked: not a success
+        print(f"portcv demo: error: none of the backends asked for can run here ({', '.join(names)})",
+              file=sys.stderr)
+        return 2
+    if args.out:
         _write_png(Path(args.out), reference)
         print(f"wrote {args.out}")
     return 1 if failures else 0

@@ -197,8 +197,9 @@ def _signals_interrupt() -> Any:
     """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` here, as SIGINT does, while the block runs.
 
     Their default action kills the process on the spot, skipping every ``finally`` and ``with``
-    exit (the temporary dashboard folder stayed behind); an exception unwinds them. Signal
-    handlers can only be set from the main thread: elsewhere nothing changes.
+    exit (the temporary dashboard folder stayed behind); an exception unwinds them. A signal the
+    process was started ignoring (``nohup``) stays ignored. Signal handlers can only be set from
+    the main thread: elsewhere nothing changes.
     """
     import signal
     import threading
@@ -210,7 +211,8 @@ def _signals_interrupt() -> Any:
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    names = [n for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    names = [n for n in ("SIGTERM", "SIGHUP")
+             if hasattr(signal, n) and signal.getsignal(getattr(signal, n)) is not signal.SIG_IGN]
     previous = {n: signal.signal(getattr(signal, n), interrupt) for n in names}
     try:
         yield

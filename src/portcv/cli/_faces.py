@@ -24,9 +24,9 @@ from ._common import backend_names, positive_float, positive_int
 #: File name endings read as still images; everything else is opened as a video.
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".pgm", ".ppm", ".pnm"}
 DEFAULT_CASCADE = "haarcascade_frontalface_default.xml"
-#: ``--detector cascade``'s defaults: OpenCV's face-detection tutorial's (``detectMultiScale``'s own
-#: defaults, 3 and no minimum, find many more false faces). ``--detector mct`` takes
-#: :meth:`portcv.detect.MCTDetector.detect`'s, read from its signature (the thesis's).
+#: ``--detector cascade``'s defaults: OpenCV's face-detection tutorial's values (``detectMultiScale``'s
+#: own are 3 and no minimum size). ``--detector mct`` takes :meth:`portcv.detect.MCTDetector.detect`'s,
+#: read from its signature (the thesis's).
 CASCADE_DEFAULTS = {"cascade": DEFAULT_CASCADE, "scale_factor": 1.1, "min_neighbors": 5, "min_size": (30, 30)}
 MCT_CASCADE = "mct_frontalface_24.npz"
 

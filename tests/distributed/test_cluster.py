@@ -7,6 +7,7 @@ timing is asserted: results are compared, bit for bit, with serial runs in this 
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -42,10 +43,18 @@ def long_clips(tmp_path_factory):
             for i in range(2)]
 
 
+def _scratch(folder):
+    """Dask's scratch space (scheduler and worker folders, lock files) in ``folder``, not /tmp."""
+    import dask
+
+    return dask.config.set({"temporary-directory": str(folder)})
+
+
 @pytest.fixture(scope="module")
-def client():
-    cluster = pdist.local_cluster("numpy", n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, memory_limit="2GiB")
+def client(tmp_path_factory):
+    with _scratch(tmp_path_factory.mktemp("dask")):
+        cluster = pdist.local_cluster("numpy", n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None, memory_limit="2GiB")
     with cluster, Client(cluster, timeout="30s") as c:
         c.wait_for_workers(2, timeout=60)
         yield c
@@ -220,8 +229,65 @@ def test_cli_refuses_several_sources_without_a_cluster(capsys, clips):
     assert "--segment-frames needs --cluster" in capsys.readouterr().err
 
 
-def test_cli_cluster_local_starts_and_closes_its_own_cluster(clips, capsys):
+def test_cli_cluster_local_starts_and_closes_its_own_cluster(clips, capsys, tmp_path):
     from portcv.cli import main
 
-    assert main(["motion", "--cluster", "local", "--beta", "2", "--grid", "3x4", "--no-progress", clips[0]]) == 0
+    with _scratch(tmp_path):
+        assert main(["motion", "--cluster", "local", "--beta", "2", "--grid", "3x4", "--no-progress", clips[0]]) == 0
     assert "1 of 1 files done on local" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("damage", ["deleted", "larger-shape", "corrupted"])
+def test_filter_store_on_the_cluster_refuses_a_damaged_store_and_keeps_nothing(client, tmp_path, damage):
+    """A damaged source fails on a worker as the StoreError a serial run gives (not fill values, not
+    a bare TimeoutError), and the run's temporary output is gone once every task has stopped."""
+    zarr = pytest.importorskip("zarr")
+    src = tmp_path / "in.zarr"
+    array = zarr.create_array(str(src), shape=(256, 256), chunks=(64, 64), dtype="uint8")
+    array[:] = portcv.data.synthetic_rgb(256, 256, seed=5)[..., 0]
+    old = zarr.create_array(str(tmp_path / "out.zarr"), shape=(2, 2), dtype="uint8")
+    old[:] = 9
+    if damage == "deleted":
+        os.remove(src / "c" / "2" / "1")
+        match = "chunk 'c/2/1' of '.*in.zarr' is missing.*missing_chunks='fill'"
+    elif damage == "larger-shape":
+        meta = json.loads((src / "zarr.json").read_text())
+        meta["shape"] = [512, 256]
+        (src / "zarr.json").write_text(json.dumps(meta))
+        match = "chunk 'c/4/0' of '.*in.zarr' is missing"
+    else:
+        (src / "c" / "1" / "3").write_bytes(b"garbage!" * 9)
+        match = "cannot decode chunk 'c/1/3' of '.*in.zarr': RuntimeError: Zstd"
+    with pytest.raises(pdist.StoreError, match=match):
+        pdist.filter_store(str(src), str(tmp_path / "out.zarr"), "median_filter", ksize=3, tile=64, client=client,
+                           timeout=GATHER)
+    assert sorted(os.listdir(tmp_path)) == ["in.zarr", "out.zarr"]
+    assert (zarr.open_array(str(tmp_path / "out.zarr"), mode="r")[:] == 9).all()
+
+
+def test_map_videos_on_the_cluster_refuses_bad_arguments_in_the_call(client, clips):
+    with pytest.raises(TypeError, match="spec"):
+        pdist.map_videos(None, clips, client=client)
+    with pytest.raises(ValueError, match="backend"):
+        pdist.map_videos(SPEC, clips, client=client, backend="bogus")
+
+
+def test_threads_mode_cluster_runs_in_this_process(tmp_path):
+    """local_cluster(processes=False), the documented threads mode, starts and computes."""
+    zarr = pytest.importorskip("zarr")
+    img = portcv.data.synthetic_rgb(96, 80, seed=6)[..., 2]
+    src = zarr.create_array(str(tmp_path / "in.zarr"), shape=img.shape, chunks=(32, 32), dtype="uint8")
+    src[:] = img
+    before = portcv.backend().name
+    try:
+        with _scratch(tmp_path / "dask"), \
+                pdist.local_cluster("numpy", n_workers=2, processes=False, dashboard_address=":0") as cluster, \
+                Client(cluster, timeout="30s") as threads:
+            threads.wait_for_workers(2, timeout=30)
+            assert set(threads.run(pdist.worker_backend).values()) == {"numpy"}
+            out = pdist.filter_store(src, str(tmp_path / "out.zarr"), "median_filter", ksize=5, tile=32,
+                                     client=threads, timeout=GATHER)
+    finally:
+        portcv.use(before)
+    with portcv.using("numpy"):
+        assert np.array_equal(out[:], portcv.to_numpy(portcv.filters.median_filter(img, 5)))

@@ -117,20 +117,26 @@ def _case(draw, name):
             p.update(ksize=0, sigma=draw(st.sampled_from([0.8, 1.5])))
         return [draw(_noise(shape))], p
     if name in ("edges.magnitude", "edges.direction_sector"):
-        shape, _ = draw(_layout(channels_ok=False))
+        shape, ca = draw(_layout(channels_ok=False))
         gx, gy = draw(_noise(shape, np.int16, -1020, 1020)), draw(_noise(shape, np.int16, -1020, 1020))
         key, values = ("kind", ["l2", "l1"]) if name == "edges.magnitude" else ("variant", ["pseudocode", "listing"])
-        return [gx, gy], {key: draw(st.sampled_from(values))}
+        return [gx, gy], {key: draw(st.sampled_from(values)), **_planes_axis(name, ca)}
     if name == "motion.difference":
-        shape, _ = draw(_layout(channels_ok=False))
+        shape, ca = draw(_layout(channels_ok=False))
         e1 = (draw(_noise(shape)) > 200).astype(np.uint8) * 255
         e2 = (draw(_noise(shape)) > 200).astype(np.uint8) * 255
-        return [e1, e2], {"beta": draw(st.integers(0, 9)), "variant": draw(st.sampled_from(["pseudocode", "listing"]))}
+        return [e1, e2], {"beta": draw(st.integers(0, 9)), "variant": draw(st.sampled_from(["pseudocode", "listing"])),
+                          **_planes_axis(name, ca)}
     if name in ("color.rgb_to_gray", "color.rgb_to_bgr", "color.bgr_to_rgb"):
         h, w = draw(st.integers(1, 48)), draw(st.integers(1, 48))
         img = draw(_noise((h, w, 3), chan=True))
         return [img], ({"method": draw(st.sampled_from(["weighted", "average"]))} if name == "color.rgb_to_gray" else {})
     raise AssertionError(f"no strategy for {name}")
+
+
+def _planes_axis(name, channel_axis):
+    """A plane op's ``channel_axis`` (None declares a batch of narrow planes), if it takes one."""
+    return {"channel_axis": channel_axis} if _tiles.takes_channel_axis(_ops.resolve_stage(name, {}).fn) else {}
 
 
 def _chunks(draw, shape):
@@ -477,3 +483,49 @@ def test_filter_store_refuses_chains_with_several_outputs(tmp_path):
     src = zarr.create_array(str(tmp_path / "in.zarr"), shape=(20, 20), chunks=(10, 10), dtype="uint8")
     with pytest.raises(ValueError, match="returns 2 arrays"):
         pdist.filter_store(src, str(tmp_path / "o.zarr"), "filters.gradients")
+
+
+# --------------------------------------------------------------------------------------------
+# Parameters: checked by the op's own validators, in halo, filter_image and filter_store alike
+# --------------------------------------------------------------------------------------------
+BAD_PARAMS = [
+    ("filters.gaussian_blur", {"ksize": 4, "sigma": 0}, ValueError, "ksize must be odd"),
+    ("filters.gaussian_blur", {"ksize": "3", "sigma": 0}, TypeError, "ksize"),
+    ("filters.gaussian_blur", {"ksize": 1e12, "sigma": 0}, TypeError, "ksize"),
+    ("filters.gaussian_blur", {"ksize": 10**12 + 1, "sigma": 0}, ValueError, "ksize"),
+    ("filters.gaussian_blur", {"ksize": 3, "sigma": float("nan")}, ValueError, "sigma"),
+    ("filters.gaussian_blur", {"ksize": 3, "sigma": -1}, ValueError, "sigma"),
+    ("filters.gaussian_blur", {"ksize": 3, "sigma": None}, TypeError, "sigma"),
+    ("filters.gaussian_blur", {"ksize": 3, "sigma": 0, "sigmaa": 1}, TypeError, "sigmaa"),
+    ("filters.median_filter", {"ksize": 4}, ValueError, "ksize"),
+    ("filters.median_filter", {}, TypeError, "ksize"),
+    ("filters.box_blur", {"ksize": (3, 0)}, ValueError, "ksize"),
+    ("filters.sobel", {"dx": 1, "dy": 0, "ksize": 4}, ValueError, "ksize"),
+    ("filters.sep_filter", {"kx": [1.5], "ky": [1], "shift": 0}, TypeError, "kx"),
+    ("filters.convolve2d", {"kernel": [[1, 2], [3]], "shift": 0}, ValueError, "kernel"),
+    ("edges.detect", {"t_low": 1, "t_high": 2, "alpha": -1}, ValueError, "alpha"),
+    ("edges.detect", {"t_low": 1, "t_high": 2, "ksize": 0, "sigma": float("nan")}, ValueError, "sigma"),
+    ("edges.magnitude", {"kind": "l3"}, ValueError, "kind"),
+    ("motion.difference", {"beta": -1}, ValueError, "beta"),
+    ("motion.difference", {"beta": 2.5}, TypeError, "beta"),
+    ("color.binarize", {"threshold": 300}, ValueError, "threshold"),
+]
+
+
+@pytest.mark.parametrize("op,params,exc,match", BAD_PARAMS, ids=lambda v: str(v)[:30])
+def test_bad_parameters_are_refused_by_the_ops_own_validators(op, params, exc, match):
+    with pytest.raises(exc, match=match):
+        pdist.halo(op, **params)
+    with pytest.raises(exc, match=match):  # the same check inside a chain
+        pdist.halo([("filters.box_blur", {"ksize": 3}), (op, params)] if op.startswith("filters") else [(op, params)])
+    x = da.zeros((8, 8), dtype=np.int16 if op == "edges.magnitude" else np.uint8, chunks=4)
+    with pytest.raises(exc, match=match):
+        pdist.filter_image((x, x) if _ops.TILEABLE[op].inputs == 2 else x, op, **params)
+
+
+def test_filter_image_checks_backend_and_allow_rechunk_at_the_call():
+    x = da.zeros((8, 8), dtype=np.uint8, chunks=4)
+    with pytest.raises(ValueError, match="backend.*bogus"):
+        pdist.filter_image(x, "median_filter", ksize=3, backend="bogus")
+    with pytest.raises(TypeError, match="allow_rechunk"):
+        pdist.filter_image(x, "median_filter", ksize=3, allow_rechunk="no")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import time
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +145,169 @@ def test_two_gpu_workers_on_one_gpu_equal_numpy(clip):
         runs = list(pdist.map_videos(SPEC, [clip, clip], client=client, segment_frames=6, progress=False,
                                      timeout=120))
     assert all(r.error is None and same_value(r.value, expected) for r in runs)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad arguments fail in the call, with the argument named
+# --------------------------------------------------------------------------------------------
+def test_map_videos_takes_a_single_path_as_one_file(clip):
+    runs = list(pdist.map_videos(SPEC, clip, progress=False))
+    assert [r.path for r in runs] == [clip] and runs[0].error is None and runs[0].frames == 23
+    runs = list(pdist.map_videos(SPEC, Path(clip), segment_frames=6, progress=False))
+    assert len(runs) == 1 and runs[0].segments == 3
+
+
+@pytest.mark.parametrize("kw,exc,match", [
+    ({"spec": None}, TypeError, "spec"),
+    ({"spec": "motion"}, TypeError, "spec"),
+    ({"backend": "bogus"}, ValueError, "backend"),
+    ({"timeout": 0}, ValueError, "timeout"),
+    ({"timeout": "10"}, TypeError, "timeout"),
+    ({"progress": "no"}, TypeError, "progress"),
+    ({"segment_frames": 2.5}, TypeError, "segment_frames"),
+    ({"segment_frames": 1}, ValueError, "segment_frames"),
+    ({"paths": 7}, TypeError, "paths"),
+    ({"paths": ["a.mp4", None]}, TypeError, "paths"),
+    ({"out": 3}, TypeError, "out"),
+    ({"errors": "ignore"}, ValueError, "errors"),
+])
+def test_map_videos_refuses_bad_arguments_in_the_call(clip, kw, exc, match):
+    args = {"spec": SPEC, "paths": [clip], **kw}
+    with pytest.raises(exc, match=match):  # no iteration: the call itself raises, before any work
+        pdist.map_videos(args.pop("spec"), args.pop("paths"), progress=args.pop("progress", False), **args)
+
+
+class _Paced:
+    """A picklable callable spec that counts frames slowly (a long file, in short)."""
+
+    def __call__(self, frames, backend=None):
+        count = 0
+        for _ in frames:
+            time.sleep(0.02)
+            count += 1
+        return count
+
+
+def test_a_serial_run_honours_its_timeout(clip):
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError, match="0 of 4 files done when timeout=0.15 s"):
+        list(pdist.map_videos(_Paced(), [clip] * 4, progress=False, timeout=0.15))
+    assert time.perf_counter() - t0 < 5  # the 4 files take 2 s: it stopped between frames
+    assert [r.value for r in pdist.map_videos(_Paced(), [clip], progress=False, timeout=60)] == [23]
+
+
+@pytest.mark.parametrize("kw,exc,match", [
+    ({"start": -1}, ValueError, "start"),
+    ({"start": 5, "stop": 3}, ValueError, "start must be <= stop"),
+    ({"stop": 2.5}, TypeError, "stop"),
+    ({"start": True}, TypeError, "start"),
+    ({"stop": -2}, ValueError, "stop"),
+    ({"backend": "bogus"}, ValueError, "backend"),
+    ({"spec": None}, TypeError, "spec"),
+])
+def test_process_video_refuses_bad_ranges_and_specs(clip, kw, exc, match):
+    spec = kw.pop("spec", SPEC)
+    with pytest.raises(exc, match=match):
+        pdist.process_video(clip, spec, **kw)
+
+
+def test_process_video_past_the_end_names_the_file(clip):
+    with pytest.raises(portcv.video.VideoError, match="gop5.mp4.*from frame 40: it has 23 frames"):
+        pdist.process_video(clip, SPEC, start=40)
+
+
+@pytest.mark.parametrize("segment_frames,exc", [(0, ValueError), (-1, ValueError), (1, ValueError),
+                                                (2.0, TypeError), ("6", TypeError), (None, TypeError)])
+def test_segment_bounds_refuses_degenerate_segments(clip, segment_frames, exc):
+    with pytest.raises(exc, match="segment_frames"):
+        pdist.segment_bounds(clip, segment_frames)
+
+
+def test_frame_table_wraps_pyav_errors_naming_the_file(tmp_path):
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 8)
+    with pytest.raises(portcv.video.VideoError, match="junk.mp4"):
+        pdist.frame_table(junk)
+    with pytest.raises(portcv.video.VideoError, match="nope.mp4.*no such file"):
+        pdist.frame_table(tmp_path / "nope.mp4")
+    with pytest.raises(TypeError, match="path"):
+        pdist.frame_table(None)
+
+
+@pytest.mark.parametrize("params,exc,match", [
+    ({"t_low": "70", "t_high": 80}, TypeError, "t_low"),
+    ({"t_low": 70, "t_high": None}, TypeError, "t_high"),
+    ({"t_low": 70, "t_high": 80, "alpha": -1}, ValueError, "alpha"),
+    ({"t_low": 70, "t_high": 80, "ksize": 4}, ValueError, "ksize"),
+    ({"t_low": 70, "t_high": 80, "ksize": 0, "sigma": float("nan")}, ValueError, "sigma"),
+    ({"t_low": 70, "t_high": 80, "gird": (2, 2)}, TypeError, "gird"),
+])
+def test_motion_spec_checks_every_parameter_at_construction(params, exc, match):
+    with pytest.raises(exc, match=match):
+        pdist.motion(**params)
+
+
+@pytest.mark.parametrize("args,params,exc,match", [
+    (("mct_frontalface_24.npz",), {"min_neighbors": -1}, ValueError, "min_neighbors"),
+    (("mct_frontalface_24.npz",), {"scale_factor": 0.9}, ValueError, "scale_factor"),
+    (("mct_frontalface_24.npz",), {"step": 0}, ValueError, "step"),
+    (("mct_frontalface_24.npz",), {"min_neigbors": 3}, TypeError, "min_neigbors"),
+    (("no_such_cascade.xml",), {}, FileNotFoundError, "no_such_cascade"),
+    ((None,), {}, TypeError, "cascade"),
+])
+def test_faces_spec_checks_its_cascade_and_parameters_at_construction(args, params, exc, match):
+    with pytest.raises(exc, match=match):
+        pdist.faces(*args, **params)
+
+
+# --------------------------------------------------------------------------------------------
+# Clusters: bad arguments fail in the caller (no cluster is started)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kw,exc,match", [
+    ({"backend": "bogus"}, ValueError, "backend.*bogus"),
+    ({"backend": None}, TypeError, "backend"),
+    ({"n_workers": 0}, ValueError, "n_workers"),
+    ({"n_workers": -1}, ValueError, "n_workers"),
+    ({"n_workers": 1.5}, TypeError, "n_workers"),
+    ({"threads_per_worker": 0}, ValueError, "threads_per_worker"),
+    ({"devices": "abc"}, ValueError, "devices"),
+    ({"devices": ""}, ValueError, "devices"),
+    ({"devices": [0.5]}, TypeError, "devices"),
+    ({"backend": "cupy", "processes": False}, ValueError, "processes"),
+    ({"processes": False, "env": {"A": "1"}}, ValueError, "env"),
+    ({"processes": "no"}, TypeError, "processes"),
+])
+@pytest.mark.timeout(120)  # were a check to go, a cluster would start: bounded
+def test_local_cluster_refuses_bad_arguments_before_starting(kw, exc, match):
+    pytest.importorskip("distributed")
+    with pytest.raises(exc, match=match):
+        pdist.local_cluster(**kw)
+
+
+def test_portcv_worker_refuses_an_unknown_backend_at_construction():
+    pytest.importorskip("distributed")
+    with pytest.raises(ValueError, match="backend.*bogus"):
+        pdist.PortcvWorker("bogus")
+    with pytest.raises(TypeError, match="warmup"):
+        pdist.PortcvWorker("numpy", warmup="yes")
+
+
+def test_the_examples_leave_no_temporary_files_behind(tmp_path, monkeypatch):
+    """Every docstring example of portcv.distributed that makes temporary files removes them."""
+    import doctest
+    import tempfile
+
+    from portcv.distributed import _cluster, _ops, _tiles, _videos
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    ran = []
+    for module in (_cluster, _ops, _tiles, _videos):
+        for test in doctest.DocTestFinder().find(module):
+            if "tempfile" in "".join(example.source for example in test.examples):
+                ran.append(test.name)
+                assert runner.run(test).failed == 0, test.name
+    assert len(ran) >= 3  # filter_store, process_video, segment_bounds
+    assert list(scratch.iterdir()) == [], "an example left temporary files behind"

@@ -3,7 +3,7 @@
 * :func:`filter_image` maps an op or a chain over a dask array (or dask-backed xarray) tile by
   tile, each tile grown by the chain's :func:`halo`: lazy, chunk type kept.
 * :func:`filter_store` does the same from a zarr store or a TIFF file to a zarr store, each task
-  reading its own halo from storage.
+  reading its own halo from storage; a damaged or unfinished store is a :class:`StoreError`.
 * :func:`map_videos` runs a pipeline spec (:func:`motion`, :func:`faces` or any picklable
   callable) over many video files, one task per file or per keyframe-aligned segment, on a
   ``dask.distributed`` cluster; :func:`process_video` is its engine-neutral core.
@@ -20,7 +20,7 @@ from typing import Any
 
 from ._cluster import local_cluster, worker_backend
 from ._ops import GLOBAL_OPS, TILEABLE, halo
-from ._tiles import RechunkWarning, filter_image, filter_store
+from ._tiles import RechunkWarning, StoreError, filter_image, filter_store
 from ._videos import (
     FacesSpec,
     MotionSpec,
@@ -38,6 +38,7 @@ __all__ = [
     "filter_image",
     "filter_store",
     "RechunkWarning",
+    "StoreError",
     "TILEABLE",
     "GLOBAL_OPS",
     "local_cluster",

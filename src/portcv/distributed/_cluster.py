@@ -8,10 +8,15 @@ as dask-cuda does), so inside the worker its GPU is device 0.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import numbers
 import os
+import re
 import shutil
 import subprocess
 from typing import Any, Iterator
+
+from .. import _validate
 
 #: glibc malloc settings distributed's nanny puts in every worker's environment
 #: (``MALLOC_TRIM_THRESHOLD_=65536``). Setting any of them turns off glibc's dynamic mmap
@@ -24,6 +29,27 @@ MALLOC_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_
 #: Backends that run on GPUs (one worker per device).
 GPU_BACKENDS = ("cupy",)
 
+#: A ``CUDA_VISIBLE_DEVICES`` entry: an index, or a GPU / MIG UUID as ``nvidia-smi -L`` lists them.
+_DEVICE = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")
+
+
+def backend_name(backend: Any, name: str = "backend", *, optional: bool = False) -> str | None:
+    """A registered backend's name (``None`` passes when ``optional``), checked here without loading it.
+
+    Loading would import the framework (and may create a CUDA context) in the calling process;
+    the workers load it. An unknown name fails here, not as a per-task error or a worker that
+    never starts.
+    """
+    from ..backends import registered_backends
+
+    if backend is None and optional:
+        return None
+    if not isinstance(backend, str):
+        raise TypeError(f"{name} must be a backend name (str), got {type(backend).__name__}")
+    if backend not in registered_backends():
+        raise ValueError(f"{name}: unknown backend {backend!r}; registered backends are {registered_backends()}")
+    return backend
+
 
 class _PortcvWorkerMethods:
     """The body of :class:`PortcvWorker`; the class itself derives from distributed's
@@ -32,7 +58,9 @@ class _PortcvWorkerMethods:
     name = "portcv"
 
     def __init__(self, backend: str = "numpy", *, warmup: bool = True) -> None:
-        self.backend = backend
+        if not isinstance(warmup, bool):
+            raise TypeError(f"warmup must be a bool, got {type(warmup).__name__}")
+        self.backend = backend_name(backend)
         self.warmup = warmup
 
     def setup(self, worker: Any = None) -> None:
@@ -61,7 +89,8 @@ _PORTCV_WORKER_DOC = """A ``dask.distributed`` worker plugin: sets the worker's 
     Parameters
     ----------
     backend : str
-        ``'numpy'``, ``'cupy'``, ``'jax'`` or a registered backend name.
+        ``'numpy'``, ``'cupy'``, ``'jax'`` or a registered backend name (an unknown name is a
+        ``ValueError`` here, not a worker that fails to start).
     warmup : bool
         Run a small Gaussian blur at setup (default True).
 
@@ -116,10 +145,26 @@ def _glibc_malloc_defaults() -> Iterator[None]:
         yield
 
 
+def _device_list(devices: Any) -> list[str]:
+    """``devices`` (``"0,1"``, ``[0, 1]``, GPU UUIDs) as ``CUDA_VISIBLE_DEVICES`` entries, checked."""
+    if isinstance(devices, str):
+        items = [d.strip() for d in devices.split(",")]
+    elif isinstance(devices, (list, tuple)):
+        items = []
+        for d in devices:
+            if isinstance(d, bool) or not isinstance(d, (numbers.Integral, str)):
+                raise TypeError(f"devices must hold GPU indices or UUIDs, got {type(d).__name__} in {devices!r}")
+            items.append(str(int(d)) if isinstance(d, numbers.Integral) else d.strip())
+    else:
+        raise TypeError(f"devices must be a string like '0,1' or a list of GPU indices, got {type(devices).__name__}")
+    if not items or not all(_DEVICE.fullmatch(d) for d in items):
+        raise ValueError(f"devices must be GPU indices (e.g. '0,1') or GPU/MIG UUIDs, got {devices!r}")
+    return items
+
+
 def _visible_gpus(devices: Any) -> list[str]:
     if devices is not None:
-        items = devices.split(",") if isinstance(devices, str) else [str(d) for d in devices]
-        return [d.strip() for d in items if d.strip()]
+        return _device_list(devices)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible:
         return [d.strip() for d in visible.split(",") if d.strip()]
@@ -136,6 +181,17 @@ def _rotated(devices: list[str], i: int) -> str:
     """Worker ``i``'s ``CUDA_VISIBLE_DEVICES``: its own device first, then the others (no repeats)."""
     order = devices[i:] + devices[:i]
     return ",".join(dict.fromkeys(order))
+
+
+def _check_installed(backend: str, gpu: bool) -> None:
+    """A CPU backend's package must be importable here (its workers run on this host); found, not imported."""
+    from ..backends import _REGISTRY, BackendUnavailableError
+
+    registered = _REGISTRY[backend]  # the registry entry, not loaded
+    module = registered.module_name
+    if not gpu and module and importlib.util.find_spec(module) is None:
+        raise BackendUnavailableError(f"backend {backend!r} needs the {module} package, which is not installed "
+                                      f"here; {registered.install_hint}")
 
 
 def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int | None = None,
@@ -161,7 +217,9 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
         Defaults: CPU: cores and 1; GPU: one per device and 2 (one file decodes while another
         computes).
     processes : bool
-        Worker processes (default) or threads in this process (CPU only).
+        Worker processes (default) or threads in this process (CPU backends only). Threads share
+        this process: the plugin sets *this process's* default backend (``portcv.use``), and
+        ``env=`` (per-process variables) is refused.
     **kwargs
         Passed to the cluster class (``memory_limit``, ``dashboard_address``, ...).
 
@@ -169,21 +227,49 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
     -------
     distributed.LocalCluster or distributed.SpecCluster
         Use it with ``distributed.Client(cluster)``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``backend``, ``n_workers`` or ``threads_per_worker`` below 1, ``devices``
+        that are not GPU indices or UUIDs, ``processes=False`` with a GPU backend or with ``env=``.
+    portcv.BackendUnavailableError
+        A CPU backend whose package is not installed (the workers could not start).
+    RuntimeError
+        A GPU backend and no visible GPU.
     """
+    backend_name(backend)
+    if n_workers is not None:
+        n_workers = _validate.integer(n_workers, "n_workers", low=1)
+    if threads_per_worker is not None:
+        threads_per_worker = _validate.integer(threads_per_worker, "threads_per_worker", low=1)
+    if not isinstance(processes, bool):
+        raise TypeError(f"processes must be a bool, got {type(processes).__name__}")
+    if devices is not None:
+        devices = _device_list(devices)
+    gpu = backend in GPU_BACKENDS or devices is not None
+    if gpu and not processes:
+        raise ValueError(f"processes=False (threads in this process) is for CPU backends; backend {backend!r} "
+                         "runs one worker process per GPU")
+    if not processes and "env" in kwargs:
+        raise ValueError("env= sets worker processes' environment; with processes=False the workers are threads "
+                         "of this process (set os.environ instead)")
+    _check_installed(backend, gpu)
     from distributed import LocalCluster
 
     plugin = __getattr__("PortcvWorker")(backend)
-    gpu = backend in GPU_BACKENDS or devices is not None
     if not gpu:
         cores = os.cpu_count() or 1
         workers = n_workers or cores
-        # The NumPy overrides spread bands over a thread pool of every core (PORTCV_NUMPY_THREADS):
-        # n workers on one host share the cores instead of each taking all of them.
-        env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PORTCV_NUMPY_THREADS": str(max(1, cores // workers)),
-               **kwargs.pop("env", {})}
+        options: dict[str, Any] = {}
+        if processes:
+            # The NumPy overrides spread bands over a thread pool of every core (PORTCV_NUMPY_THREADS):
+            # n workers on one host share the cores instead of each taking all of them.
+            options["env"] = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                              "PORTCV_NUMPY_THREADS": str(max(1, cores // workers)), **kwargs.pop("env", {})}
         with _glibc_malloc_defaults():
             return LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker or 1,
-                                processes=processes, plugins={plugin}, env=env if processes else None, **kwargs)
+                                processes=processes, plugins={plugin}, **options, **kwargs)
     gpus = _visible_gpus(devices)
     if not gpus:
         raise RuntimeError(f"backend {backend!r} needs GPUs, but none is visible (no CUDA_VISIBLE_DEVICES, "

@@ -21,6 +21,10 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
+from ..backends import using
+
 #: ``((before, after) rows, (before, after) columns)``: the halo of an op or chain, in pixels.
 Halo = tuple[tuple[int, int], tuple[int, int]]
 
@@ -39,6 +43,10 @@ class Tileable:
     layout: str = "channel_axis"
     #: The output's channel layout: ``"same"``, ``"gray"`` or ``"rgb"``.
     out: str = "same"
+    #: The dtype of the image(s) the op takes (the parameter check runs it on a 1 x 1 image of it).
+    dtype: str = "uint8"
+    #: ``params -> None``: refuses parameters the op accepts but a tile cannot (before the op's own check).
+    tiling: Callable[[dict], None] | None = None
 
 
 def _sym(ry: int, rx: int | None = None) -> Halo:
@@ -133,12 +141,11 @@ def _difference(params: dict) -> tuple[Halo, Halo]:
     return _sym(beta), _ZERO
 
 
-def _binarize(params: dict) -> tuple[Halo, Halo]:
+def _fixed_threshold(params: dict) -> None:
     threshold = params.get("threshold")
-    if not isinstance(threshold, numbers.Integral):
+    if hasattr(threshold, "shape") and not isinstance(threshold, numbers.Integral):
         raise ValueError("color.binarize runs tile by tile only with a fixed integer threshold; a per-frame "
                          f"threshold array is global to its frame (got {type(threshold).__name__})")
-    return _ZERO, _ZERO
 
 
 #: Every op that runs tile by tile, by qualified name.
@@ -152,14 +159,14 @@ TILEABLE: dict[str, Tileable] = {
     "filters.gradients": Tileable(_sobel),
     "filters.median_filter": Tileable(_median),
     "edges.gradient": Tileable(_sobel, layout="gray"),
-    "edges.magnitude": Tileable(_point, inputs=2, layout="planes"),
-    "edges.direction_sector": Tileable(_point, inputs=2, layout="planes"),
+    "edges.magnitude": Tileable(_point, inputs=2, layout="planes", dtype="int16"),
+    "edges.direction_sector": Tileable(_point, inputs=2, layout="planes", dtype="int16"),
     "edges.detect": Tileable(_detect, layout="gray"),
     "color.rgb_to_gray": Tileable(_point, layout="rgb", out="gray"),
     "color.gray_to_rgb": Tileable(_point, out="rgb"),
     "color.rgb_to_bgr": Tileable(_point, layout="rgb"),
     "color.bgr_to_rgb": Tileable(_point, layout="rgb"),
-    "color.binarize": Tileable(_binarize),
+    "color.binarize": Tileable(_point, tiling=_fixed_threshold),
     "motion.difference": Tileable(_difference, inputs=2, layout="planes"),
 }
 
@@ -241,6 +248,29 @@ def resolve_stage(op: Any, params: dict) -> Stage:
     return Stage(name, fn, dict(params), TILEABLE[name])
 
 
+def check_params(stage: Stage) -> None:
+    """Refuse bad parameters with the op's own errors: the op runs once on a 1 x 1 zero image.
+
+    The op's validators are the one source of truth (``ksize`` odd and in range, ``sigma`` finite
+    and >= 0, unknown keywords, ...); on a 1 x 1 image the call costs well under a millisecond and
+    never compiles (NumPy).
+    """
+    name, fn, spec, params = stage.name, stage.fn, stage.spec, stage.params
+    if spec.tiling is not None:
+        spec.tiling(params)
+    axis = params.get("channel_axis")
+    channels_last = isinstance(axis, int) and not isinstance(axis, bool)
+    rgb = spec.layout == "rgb" or (spec.layout == "channel_axis" and channels_last)
+    probe = np.zeros((1, 1, 3) if rgb else (1, 1), spec.dtype)
+    try:
+        with using("numpy"):
+            fn(*[probe] * spec.inputs, **params)
+    except TypeError as exc:
+        if "argument" in str(exc) and f"{fn.__name__}()" in str(exc):  # Python's own: unknown or missing keyword
+            raise TypeError(f"{name}: {exc}") from None
+        raise
+
+
 def resolve_chain(op_or_chain: Any, params: dict | None = None) -> list[Stage]:
     """A chain as a list of stages: an op with ``params``, or a list of ``op`` / ``(op, params)``."""
     params = dict(params or {})
@@ -259,6 +289,8 @@ def resolve_chain(op_or_chain: Any, params: dict | None = None) -> list[Stage]:
                 stages.append(resolve_stage(item, {}))
     else:
         stages = [resolve_stage(op_or_chain, params)]
+    for stage in stages:
+        check_params(stage)
     return stages
 
 
@@ -283,7 +315,8 @@ def halo(op: Any, **params: Any) -> Halo:
         ``portcv.filters.gaussian_blur``), or a chain: a list of ops and ``(op, params)`` pairs.
     **params
         The op's parameters (as it takes them; the halo follows from kernel sizes, ``sigma``,
-        ``alpha``, ``beta``, ``variant``).
+        ``alpha``, ``beta``, ``variant``). They are checked by the op's own validators (the op
+        runs once on a 1 x 1 image), so a bad one raises what the op itself would.
 
     Returns
     -------
@@ -293,7 +326,10 @@ def halo(op: Any, **params: Any) -> Halo:
     Raises
     ------
     ValueError
-        The op is global (:data:`GLOBAL_OPS`) or unknown.
+        The op is global (:data:`GLOBAL_OPS`) or unknown; a parameter out of range (an even
+        ``ksize``, a NaN or negative ``sigma``, ...).
+    TypeError
+        A parameter of the wrong type, an unknown or a missing keyword.
 
     Examples
     --------

@@ -25,8 +25,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..backends import to_numpy
-from ._tiles import _bar, _default_client, backend_scope
+from .. import _validate
+from ..backends import to_numpy, using
+from ._cluster import backend_name
+from ._tiles import _bar, _default_client, backend_scope, check_flag, check_timeout
 
 ERRORS = ("keep", "raise")
 
@@ -73,17 +75,42 @@ def _decode_threads() -> int:
         return 0
 
 
+def _video_path(path: Any, name: str = "path") -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a video file path (str or Path), got {type(path).__name__}")
+    return os.fspath(path)
+
+
 def frame_table(path: Any) -> tuple[list[int], list[int]]:
-    """Demux only: every frame's timestamp in presentation order, and the keyframes' indices."""
+    """Demux only: every frame's timestamp in presentation order, and the keyframes' indices.
+
+    Raises
+    ------
+    portcv.video.VideoError
+        The file is missing, not a video, has no video stream, or cannot be demuxed (PyAV's
+        errors are wrapped, naming the path).
+    """
+    from ..video import VideoError
+
+    path = _video_path(path)
     av = _av()
-    with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        pts, keys = [], []
-        for packet in container.demux(stream):
-            if packet.pts is None:  # the flush packet
-                continue
-            pts.append(packet.pts)
-            keys.append(bool(packet.is_keyframe))
+    if not os.path.isfile(path):
+        raise VideoError(f"cannot read video {path!r}: no such file")
+    try:
+        with av.open(path) as container:
+            if not container.streams.video:
+                raise VideoError(f"cannot read video {path!r}: it has no video stream")
+            stream = container.streams.video[0]
+            pts, keys = [], []
+            for packet in container.demux(stream):
+                if packet.pts is None:  # the flush packet
+                    continue
+                pts.append(packet.pts)
+                keys.append(bool(packet.is_keyframe))
+    except VideoError:
+        raise
+    except Exception as exc:  # FFmpeg's errors: not a video, truncated, unknown container
+        raise VideoError(f"cannot read video {path!r}: {type(exc).__name__}: {exc}") from None
     order = sorted(range(len(pts)), key=pts.__getitem__)
     rank = {i: r for r, i in enumerate(order)}
     return [pts[i] for i in order], sorted(rank[i] for i, k in enumerate(keys) if k)
@@ -106,6 +133,8 @@ def decode(path: Any, start: int | None = None, stop: int | None = None, *,
             times = None
             if start:
                 times = (table or frame_table(path))[0]
+                if start >= len(times):
+                    raise VideoError(f"cannot read video {path!r} from frame {start}: it has {len(times)} frames")
                 container.seek(times[start], stream=stream, backward=True, any_frame=False)
             index = -1
             for frame in container.decode(stream):
@@ -196,6 +225,15 @@ def motion(**params: Any) -> MotionSpec:
     Per file it gives ``{"regions": (T-1, rows, cols) bool, "density": (T-1, rows, cols) int32}``,
     one entry per pair of consecutive frames.
 
+    Every parameter is checked here, by the detector's own validators (the edge detector's
+    ``t_low``, ``t_high``, ``alpha``, ``ksize``, ``sigma`` on a 1 x 1 frame, on NumPy), so a bad
+    one fails in the caller, not as an error per file.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A bad or unknown parameter, named.
+
     Examples
     --------
     >>> import portcv.distributed as pdist
@@ -205,7 +243,9 @@ def motion(**params: Any) -> MotionSpec:
     """
     from ..motion import MotionDetector
 
-    MotionDetector(**params)  # the parameters fail here, not on every worker
+    detector = MotionDetector(**params)  # the parameters fail here, not on every worker
+    with using("numpy"):  # the edge detector's parameters are checked when it first runs
+        detector.edges(np.zeros((1, 1), np.uint8))
     return MotionSpec(tuple(sorted((k, _hashable(v)) for k, v in params.items())))
 
 
@@ -218,13 +258,31 @@ def faces(cascade: str = "haarcascade_frontalface_default.xml", **params: Any) -
     Per file it gives a list of ``(frame index, boxes (n, 4) int32, neighbours (n,) int32)``. The
     worker loads the cascade once per process; the spec itself holds only its name.
 
+    The cascade is loaded here too (once per process) and the parameters are checked by the
+    detector's own validators (``portcv.detect.detect_video``), so a missing cascade or a bad
+    parameter fails in the caller, not as an error per file. The cascade must therefore be
+    readable here as well as on the workers.
+
+    Raises
+    ------
+    FileNotFoundError
+        The cascade is neither a file nor a known cascade name.
+    ValueError, TypeError
+        A bad or unknown parameter, named.
+
     Examples
     --------
     >>> import portcv.distributed as pdist
-    >>> pdist.faces(min_neighbors=5).cascade
-    'haarcascade_frontalface_default.xml'
+    >>> pdist.faces("mct_frontalface_24.npz", min_neighbors=3).cascade
+    'mct_frontalface_24.npz'
     """
-    return FacesSpec(str(cascade), tuple(sorted((k, _hashable(v)) for k, v in params.items())))
+    from ..detect import detect_video
+
+    if not isinstance(cascade, (str, os.PathLike)):
+        raise TypeError(f"cascade must be a cascade name or a file path, got {type(cascade).__name__}")
+    spec = FacesSpec(os.fspath(cascade), tuple(sorted((k, _hashable(v)) for k, v in params.items())))
+    detect_video(spec.detector(), [], **params)  # checks the keywords and their values on a 1 x 1 frame
+    return spec
 
 
 def _hashable(value: Any) -> Any:
@@ -250,32 +308,71 @@ def process_video(path: Any, spec: Callable, *, backend: str | None = None, star
     backend : str, optional
         The backend to compute on (default: the active one).
     start, stop : int, optional
-        Frame range; ``start`` should be a keyframe (see :func:`frame_table`) for a fast seek.
-        A motion spec also reads frame ``stop`` (its pairs end at ``stop``).
+        Frame range, ``0 <= start <= stop``; ``start`` should be a keyframe (see
+        :func:`frame_table`) for a fast seek. A motion spec also reads frame ``stop`` (its pairs
+        end at ``stop``).
 
     Returns
     -------
     The spec's value.
 
+    Raises
+    ------
+    TypeError, ValueError
+        A bad ``path``, ``spec``, ``backend``, ``start`` or ``stop`` (named).
+    portcv.video.VideoError
+        The file cannot be read, or ``start`` is past its end.
+
     Examples
     --------
     >>> import tempfile, os, portcv, portcv.distributed as pdist
-    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "clip.mp4")
     >>> portcv.video.write_video(path, portcv.data.moving_shapes(4, 48, 64))
     4
     >>> pdist.process_video(path, pdist.motion(t_low=70, t_high=80, grid=(2, 2)))["regions"].shape
     (3, 2, 2)
+    >>> folder.cleanup()
     """
+    path = _video_path(path)
+    _check_spec(spec)
+    backend = backend_name(backend, optional=True)
+    if start is not None:
+        start = _validate.integer(start, "start", low=0)
+    if stop is not None:
+        stop = _validate.integer(stop, "stop", low=0)
+    if start is not None and stop is not None and start > stop:
+        raise ValueError(f"start must be <= stop, got start={start}, stop={stop}")
     return _process(path, spec, backend, start, stop, None)
 
 
+def _check_spec(spec: Any) -> None:
+    if not callable(spec):
+        raise TypeError(f"spec must be motion(...), faces(...) or a picklable callable fn(frames, backend), "
+                        f"got {type(spec).__name__}")
+
+
+class _Deadline(TimeoutError):
+    """A serial ``map_videos`` run passed its ``timeout`` (raised between frames, never recorded per file)."""
+
+
+def _until(frames: Iterator[np.ndarray], deadline: float | None) -> Iterator[np.ndarray]:
+    for frame in frames:
+        if deadline is not None and time.monotonic() > deadline:
+            raise _Deadline
+        yield frame
+
+
 def _process(path: Any, spec: Callable, backend: str | None, start: int | None, stop: int | None,
-             table: tuple[list[int], list[int]] | None) -> Any:
+             table: tuple[list[int], list[int]] | None, deadline: float | None = None) -> Any:
     """:func:`process_video` with the file's :func:`frame_table` when the caller has it already
-    (a segment's plan read it): a seek then needs no second pass over the file."""
+    (a segment's plan read it): a seek then needs no second pass over the file. ``deadline``
+    (``time.monotonic()``) stops a serial run between frames."""
     overlap = getattr(spec, "overlap", 0)
     end = None if stop is None else stop + overlap
     frames = decode(path, start, end, table=table)
+    if deadline is not None:
+        frames = _until(frames, deadline)
     if isinstance(spec, FacesSpec):
         return spec(frames, backend, first=start or 0)
     return spec(frames, backend)
@@ -308,16 +405,19 @@ def _save(value: Any, target: Path) -> str:
     return str(path)
 
 
-def _video_task(job: tuple) -> dict:
-    """One task: a file or a segment; never raises (the error is the result), so others go on."""
+def _video_task(job: tuple, deadline: float | None = None) -> dict:
+    """One task: a file or a segment; never raises (the error is the result), so others go on.
+    Only a serial run's ``deadline`` passing raises."""
     path, spec, backend, start, stop, out, table = job
     t0 = time.perf_counter()
     try:
-        value = _process(path, spec, backend, start, stop, table)
+        value = _process(path, spec, backend, start, stop, table, deadline)
         frames = _count(value)
         if out is not None:
             value = _save(value, Path(out))
         return {"value": value, "frames": frames, "seconds": time.perf_counter() - t0, "error": None}
+    except _Deadline:
+        raise
     except Exception as exc:  # noqa: BLE001 - recorded per file (errors='keep')
         return {"value": None, "frames": 0, "seconds": time.perf_counter() - t0,
                 "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc(limit=4)}
@@ -341,19 +441,29 @@ def _plan_task(job: tuple) -> dict:
     return {"error": None, "bounds": list(zip(starts, ends)), "table": (times, keys)}
 
 
+def _segment_frames(value: Any) -> int:
+    """``segment_frames``: an int >= 2 (a motion segment needs a pair of frames)."""
+    return _validate.integer(value, "segment_frames", low=2)
+
+
 def segment_bounds(path: Any, segment_frames: int) -> list[tuple[int, int]]:
     """``[start, stop)`` frame ranges of about ``segment_frames`` each, starting at keyframes.
+
+    The split :func:`map_videos` makes with the same ``segment_frames`` (an int >= 2): the
+    ranges do not overlap and cover every frame.
 
     Examples
     --------
     >>> import tempfile, os, portcv, portcv.distributed as pdist
-    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "clip.mp4")
     >>> portcv.video.write_video(path, portcv.data.moving_shapes(6, 48, 64))
     6
     >>> pdist.segment_bounds(path, 100)
     [(0, 6)]
+    >>> folder.cleanup()
     """
-    plan = _plan_task((path, segment_frames))
+    plan = _plan_task((_video_path(path), _segment_frames(segment_frames)))
     if plan["error"]:
         from ..video import VideoError
 
@@ -371,19 +481,23 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
 
     One task per file, or per segment of about ``segment_frames`` frames split at keyframes.
     Each task opens its file on the worker, decodes it there, and sends back only the results.
+    Every argument is checked in the call, before any work: a bad ``spec`` or ``backend`` raises
+    here instead of coming back as an error per file.
 
     Parameters
     ----------
     spec : MotionSpec, FacesSpec or callable
         :func:`motion`, :func:`faces`, or any picklable ``fn(frames_iterator, backend) -> value``
         (whole files only).
-    paths : iterable of str or Path
-        Files every worker can read (a shared file system on several hosts).
+    paths : str, Path, or iterable of them
+        Files every worker can read (a shared file system on several hosts). A single path is
+        one file (a string is never read as a sequence of one-character paths): with
+        ``segment_frames`` it spreads one long file's segments over the cluster.
     client : distributed.Client, optional
         Default: the current client; without one the files run here, one after the other.
     segment_frames : int, optional
-        Split files longer than this at keyframes (motion and faces specs); the segments'
-        results are joined, equal to the whole file's.
+        Split files longer than this (an int >= 2) at keyframes (motion and faces specs); the
+        segments' results are joined, equal to the whole file's.
     out : str or Path, optional
         A folder: each file's result is written there (``<stem>.npz``, or ``.pkl`` for other
         values; ``<stem>-2`` for a second file of the same stem) and ``VideoRun.value`` is that
@@ -396,28 +510,62 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
     progress : bool
         A tqdm progress bar over files (default True).
     timeout : float, optional
-        Seconds to wait for all results (a ``TimeoutError`` after).
+        Seconds for all results, from this call: a ``TimeoutError`` after. On a cluster it bounds
+        the wait for results; in a serial run (no client) the run stops between frames.
 
     Yields
     ------
     VideoRun
         One per file, in completion order.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad argument (named), at the call.
+    TimeoutError
+        ``timeout`` passed before every file was done.
     """
-    if errors not in ERRORS:
-        raise ValueError(f"errors must be one of {ERRORS}, got {errors!r}")
+    _check_spec(spec)
+    errors = _validate.choice(errors, "errors", ERRORS)
     if segment_frames is not None:
         if not isinstance(spec, (MotionSpec, FacesSpec)):
             raise ValueError("segment_frames needs a motion() or faces() spec (their results join across segments)")
-        if int(segment_frames) < 2:
-            raise ValueError(f"segment_frames must be at least 2, got {segment_frames}")
+        segment_frames = _segment_frames(segment_frames)
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    elif isinstance(paths, bytes) or not hasattr(paths, "__iter__"):
+        raise TypeError(f"paths must be a video file path or an iterable of paths, got {type(paths).__name__}")
     paths = list(paths)
-    targets = _targets(paths, out)
+    for i, path in enumerate(paths):
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"paths must hold file paths (str or Path), got {type(path).__name__} at position {i}")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a folder path (str or Path), got {type(out).__name__}")
+    backend = backend_name(backend, optional=True)
+    progress = check_flag(progress, "progress")
+    timeout = check_timeout(timeout)
     client = _default_client(client)
+    return _map_videos(spec, paths, client, segment_frames, _targets(paths, out), errors, backend, progress, timeout)
+
+
+def _map_videos(spec: Any, paths: list, client: Any, segment_frames: Any, targets: list, errors: str,
+                backend: Any, progress: bool, timeout: float | None) -> Iterator[VideoRun]:
+    """:func:`map_videos`' results, after its checks (a generator: nothing runs until iterated)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
     bar = _bar(len(paths), "videos") if progress else None
+    done = 0
     try:
-        runs = (_serial(spec, paths, segment_frames, targets, backend) if client is None
+        runs = (_serial(spec, paths, segment_frames, targets, backend, deadline) if client is None
                 else _on_cluster(client, spec, paths, segment_frames, targets, backend, timeout))
-        for run in runs:
+        while True:
+            try:
+                run = next(runs)
+            except StopIteration:
+                return
+            except TimeoutError:  # the deadline here, or as_completed's on the cluster (tasks never raise)
+                raise TimeoutError(f"map_videos: {done} of {len(paths)} files done when timeout={timeout:g} s "
+                                   "passed") from None
+            done += 1
             if bar is not None:
                 bar.update(1)
             if run.error is not None and errors == "raise":
@@ -455,16 +603,26 @@ def _finish(path: Any, spec: Any, parts: list[dict], out: Any, merged_here: bool
     return VideoRun(path, value, frames, seconds, None, len(parts))
 
 
-def _serial(spec: Any, paths: list, segment_frames: Any, targets: list, backend: Any) -> Iterator[VideoRun]:
+def _serial(spec: Any, paths: list, segment_frames: Any, targets: list, backend: Any,
+            deadline: float | None) -> Iterator[VideoRun]:
+    def in_time() -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise _Deadline
+
     for path, out in zip(paths, targets):
+        in_time()
         if segment_frames is None:
-            yield _finish(path, spec, [_video_task((path, spec, backend, None, None, out, None))], out, False)
+            yield _finish(path, spec, [_video_task((path, spec, backend, None, None, out, None), deadline)], out,
+                          False)
             continue
         plan = _plan_task((path, segment_frames))
         if plan["error"]:
             yield VideoRun(path, None, 0, 0.0, plan["error"], 0)
             continue
-        parts = [_video_task((path, spec, backend, s, e, None, plan["table"])) for s, e in plan["bounds"]]
+        parts = []
+        for s, e in plan["bounds"]:
+            in_time()
+            parts.append(_video_task((path, spec, backend, s, e, None, plan["table"]), deadline))
         yield _finish(path, spec, parts, out, True)
 
 

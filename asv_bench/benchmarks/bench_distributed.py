@@ -154,8 +154,8 @@ class Videos(Benchmark):
             portcv.video.write_video(path, portcv.data.moving_shapes(12, 240, 320, seed=i))
             self.paths.append(path)
         self.motion = pdist.motion(t_low=70, t_high=80, grid=(6, 10))  # a MotionSpec
-        self.faces = pdist.faces(min_neighbors=3, min_size=(30, 30))  # a FacesSpec
-        if importlib.util.find_spec("cv2") is not None:
+        if importlib.util.find_spec("cv2") is not None:  # faces() loads its cascade, which comes with opencv
+            self.faces = pdist.faces(min_neighbors=3, min_size=(30, 30))  # a FacesSpec
             pdist.process_video(self.paths[0], self.faces, backend="numpy")  # parse the cascade once
 
     def teardown(self):

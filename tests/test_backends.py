@@ -143,6 +143,24 @@ def test_cached_constant_copies_once_per_key_and_backend(backend):
         assert built == [1, 2, 1]
 
 
+def test_cached_constant_made_inside_a_users_jit_outlives_the_trace():
+    """The first use of a table inside a caller's ``jax.jit`` used to cache the trace's tracer:
+    the next transformation (``vmap``) then raised ``UnexpectedTracerError``."""
+    jax = pytest.importorskip("jax")
+    try:
+        backends.get("jax")
+    except portcv.BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    key = ("tracer test", object())
+    with portcv.using("jax"):
+        inside = jax.jit(lambda x: x + backends.cached_constant(key, lambda: np.arange(3)))(np.ones(3, np.int64))
+        kept = backends.cached_constant(key, lambda: np.zeros(3))
+        assert not isinstance(kept, jax.core.Tracer)
+        outside = jax.vmap(lambda x: x + backends.cached_constant(key, lambda: np.zeros(3)))(np.ones((2, 3), np.int64))
+    np.testing.assert_array_equal(np.asarray(inside), [1, 2, 3])
+    np.testing.assert_array_equal(np.asarray(outside), [[1, 2, 3], [1, 2, 3]])
+
+
 def test_cached_constant_keeps_a_bounded_number():
     for i in range(backends._CONSTANTS_KEPT + 10):
         backends.cached_constant(("bounded test", i), lambda: np.zeros(1))

@@ -150,6 +150,11 @@ class Backend:
             return array
         return self.from_numpy(to_numpy(array))
 
+    def constant(self, array: np.ndarray) -> Any:
+        """``array`` (host) as a concrete array of this backend that may be kept across calls
+        (:func:`cached_constant`); backends that trace programs make it outside the trace."""
+        return self.asarray(array)
+
     # -- execution --------------------------------------------------------------------------
     def jit(self, fn: Callable, static_argnames: tuple[str, ...] = ()) -> Callable:
         """Compile ``fn`` for this backend; identity for eager frameworks."""
@@ -348,7 +353,7 @@ def cached_constant(key: Any, build: Callable[[], np.ndarray]) -> Any:
         if full_key in _CONSTANTS:
             _CONSTANTS.move_to_end(full_key)
             return _CONSTANTS[full_key]
-    value = b.asarray(build())
+    value = b.constant(build())
     with _CONSTANTS_LOCK:
         _CONSTANTS[full_key] = value
         while len(_CONSTANTS) > _CONSTANTS_KEPT:

@@ -136,6 +136,14 @@ class JaxBackend(Backend):
     def to_numpy(self, array: Any) -> np.ndarray:
         return np.asarray(array)
 
+    def constant(self, array: np.ndarray) -> Any:
+        """A device copy made outside any trace: inside a caller's ``jax.jit`` a plain
+        ``device_put`` would give a tracer, which must not outlive that trace in a cache."""
+        import jax
+
+        with jax.ensure_compile_time_eval():
+            return jax.device_put(array)
+
     def jit(self, fn: Callable, static_argnames: tuple[str, ...] = ()) -> Callable:
         return jit(fn, static_argnames)
 

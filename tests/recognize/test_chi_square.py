@@ -364,6 +364,9 @@ def test_bad_input():
         recognize.chi_square(np.zeros((4, 5), np.uint16), G, max_count=40000)
     with pytest.raises(ValueError, match="weights must be a rectangular array"):
         recognize.chi_square(np.zeros((4, 5), np.uint16), G, weights=[[1, 2], [3]])
+    many = np.broadcast_to(np.zeros((1, 1), np.uint8), (50_000, 1))  # 2.5e9 distances: 20 GB of int64
+    with pytest.raises(ValueError, match="distance matrix would have more than .*nearest"):
+        recognize.chi_square(many, many)
 
 
 def _jax_on_device(monkeypatch):

@@ -136,6 +136,9 @@ def test_bad_input():
         recognize.lbp_histograms(face[:10], regions=(7, 7))
     with pytest.raises(TypeError, match="regions"):
         recognize.lbp_histograms(face, regions="7x7")
+    # 1 x 1 regions of a batch with 16-bit codes: 2.7e9 counts (before: int64 bincount temporaries of 21 GB)
+    with pytest.raises(ValueError, match="image with these regions: the output would have"):
+        recognize.lbp_histograms(np.broadcast_to(face, (128, 20, 20)), P=16, method="default", R=1, region_size=1)
 
 
 def test_colour_images_are_refused_with_the_conversion_hint():

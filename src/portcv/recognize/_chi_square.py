@@ -391,6 +391,9 @@ def chi_square(query: Any, gallery: Any, *, weights: Any = None, max_count: int 
     array([4., 8.])
     """
     Q, G, W, params, single = check_distance_args(query, gallery, weights, max_count)
+    if Q.shape[0] * G.shape[0] > _validate.MAX_ELEMENTS:
+        raise ValueError(f"query and gallery: the {Q.shape[0]} x {G.shape[0]} distance matrix would have more than "
+                         f"{_validate.MAX_ELEMENTS} entries; nearest() finds the nearest rows without forming it")
     xp = backend().xp
     rows, cols = _tile(G.shape[0], Q.shape[1] * Q.shape[2])
     blocks = []

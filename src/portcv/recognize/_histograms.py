@@ -206,5 +206,8 @@ def lbp_histograms(image: Any, *, P: int = 8, R: float = 2.0, method: str = "u2"
     elif dtype == "uint8" and pixels > 255:
         raise ValueError(f"dtype='uint8' cannot hold counts of regions of {pixels} pixels; use 'uint16'")
     bins = bin_count(P, method)
+    # tiny regions of a large image (or 4096 x 4096 regions) multiply the image by the bins
+    _validate.output_elements(tuple(image.shape), (image.shape[-2], image.shape[-1]), (ny, nx * bins),
+                              "image with these regions")
     labels = lbp_kernel(image, P=P, R=R, method=method, border="valid")
     return region_histograms_kernel(labels, ny=ny, nx=nx, h=h, w=w, bins=bins, dtype=dtype)

@@ -97,10 +97,17 @@ def _moved_count(g: np.ndarray) -> np.ndarray:
 MALFORMED = [
     "not a zip", "empty file", "missing labels", "missing config", "config not json", "config not a string",
     "config wrong format", "config missing face_shape", "config bad P", "config bad face_shape",
-    "config weights of the wrong shape", "labels shorter", "labels longer", "labels float", "labels 2-D",
+    "config weights of the wrong shape", "config regions too large", "labels shorter", "labels longer", "labels float", "labels 2-D",
     "gallery int32", "gallery wrong bins", "gallery empty", "gallery pickled", "gallery counts wrong",
     "gallery region sums wrong", "gallery fortran", "forged header", "header longer than the data",
 ]
+
+
+#: What the message says, where several checks could catch the change.
+MESSAGES = {"config regions too large": "regions of 99980001 pixels; at most 32767",
+            "labels shorter": r"labels must be int32 of shape \(3,\)", "forged header": "header says",
+            "gallery region sums wrong": r"gallery face 0, region \(0, 0\) counts 79 pixels; its region has 80",
+            "gallery counts wrong": "counts .* pixels; its region has 80", "header longer than the data": "header says"}
 
 
 @pytest.mark.parametrize("change", MALFORMED)
@@ -121,6 +128,7 @@ def test_malformed_files_are_value_errors_naming_the_file(tmp_path, change):
         "config bad P": dict(m, config=dict(config, P=99)),
         "config bad face_shape": dict(m, config=dict(config, face_shape=[-3, 28])),
         "config weights of the wrong shape": dict(m, config=dict(config, weights=[[1, 2], [3, 4]])),
+        "config regions too large": dict(m, config=dict(config, face_shape=[30000, 30000], weights=None)),
         "labels shorter": dict(m, labels=labels[:2]),
         "labels longer": dict(m, labels=np.r_[labels, labels]),
         "labels float": dict(m, labels=labels.astype(np.float64)),
@@ -141,7 +149,7 @@ def test_malformed_files_are_value_errors_naming_the_file(tmp_path, change):
         path.write_bytes(b"")
     else:
         _write(path, what)
-    with pytest.raises(ValueError, match="bad.npz"):
+    with pytest.raises(ValueError, match="bad.npz.*" + MESSAGES.get(change, "")):
         recognize.LBPFaceRecognizer.load(path)
 
 

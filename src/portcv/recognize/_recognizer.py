@@ -15,7 +15,7 @@ import numpy as np
 from .. import _validate
 from ..backends import asarray, backend, to_numpy
 from ._chi_square import AHONEN_WEIGHTS_7X7, check_distance_args, frac_bits, nearest_rows
-from ._histograms import lbp_histograms, region_layout
+from ._histograms import MAX_REGION_PIXELS, lbp_histograms, region_layout
 from ._lbp import METHODS, bin_count, check_pr
 
 #: The format :meth:`LBPFaceRecognizer.save` writes (2: ``regions`` added, ``region_size`` may be null).
@@ -421,6 +421,8 @@ def _read_config(zf: zipfile.ZipFile, where: str, cls: type) -> "LBPFaceRecogniz
         rec._face_shape = tuple(_validate.integer(v, "face_shape", low=1, high=MAX_FACE_SIDE) for v in face)
         regions_shape = rec._layout(rec._face_shape)[:2]
         rec._weights(regions_shape)  # weights that fit the regions
+        if rec._max_count(rec._face_shape) > MAX_REGION_PIXELS:  # what lbp_histograms refuses to make
+            raise ValueError(f"regions of {rec._max_count(rec._face_shape)} pixels; at most {MAX_REGION_PIXELS}")
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: config names bad parameters ({exc})") from None
     return rec

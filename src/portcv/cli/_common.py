@@ -91,7 +91,7 @@ def backend_names(text: str | None, option: str, *, single: bool = False) -> lis
     registered = portcv.backends.registered_backends()
     if text is None:
         return registered
-    names = list(dict.fromkeys(n.strip() for n in str(text).split(",") if n.strip()))
+    names = [n.strip() for n in str(text).split(",") if n.strip()]  # as given: a repeat runs twice
     if not names:
         raise ValueError(f"{option} must name a backend, got {text!r}; registered: {', '.join(registered)}")
     unknown = [n for n in names if n not in registered]

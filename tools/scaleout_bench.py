@@ -101,7 +101,7 @@ def _tile_jobs(inputs: dict) -> list[tuple]:
     out = inputs["out"] + "-ceiling"
     zarr.create_array(out, shape=src.shape, chunks=src.chunks, dtype="uint8", overwrite=True, fill_value=0)
     _, cores = store_tiles(src.shape, src.chunks, depth, inputs["tile"])
-    return [(inputs["image"], out, stages, False, False, depth, "numpy", core) for core in cores]
+    return [(inputs["image"], out, stages, False, False, depth, "numpy", core, "error") for core in cores]
 
 
 _BARRIER: Any = None  # set in each --ceiling process by _one_core

@@ -41,7 +41,7 @@ def run_on_cluster(args: argparse.Namespace, spec: Any, command: str) -> int:
 
     (backend,) = backend_names(args.backend, "--backend with --cluster", single=True)  # every worker runs one
     if args.cluster == "local":
-        cluster = pdist.local_cluster(backend, dashboard_address=None)
+        cluster = pdist.local_cluster(backend, dashboard_address=":0")
         client = Client(cluster, timeout="60s")
     else:
         cluster = None

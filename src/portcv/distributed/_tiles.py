@@ -552,8 +552,7 @@ def _abandoned(output: Any) -> bool:
 
 def _store_tile(job: tuple) -> dict:
     """One ``filter_store`` task: read core + halo from the source, run the chain, write the core."""
-    source, output, stages, chan, out_chan, depth, backend, core, *options = job
-    missing_chunks = options[0] if options else "error"  # tools/scaleout_bench.py's jobs leave it out
+    source, output, stages, chan, out_chan, depth, backend, core, missing_chunks = job
     import zarr
 
     t0 = time.perf_counter()

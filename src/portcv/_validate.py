@@ -30,11 +30,19 @@ def image(
     *,
     dtype: Any = np.uint8,
     min_ndim: int = 2,
+    max_ndim: int | None = None,
     channels: Iterable[int] | None = None,
+    gray: bool = False,
+    channel_axis: Any = "auto",
 ) -> Any:
     """Check an image argument and move it to the active backend.
 
     ``channels``: if given, the last axis must have one of these lengths (``(..., H, W, C)``).
+    ``max_ndim``: at most this many dimensions (``2``: one ``(H, W)`` frame, no batch).
+    ``gray``: the function takes gray frames ``(..., H, W)``: the library's one colour rule
+    (:func:`gray`) refuses an array that looks like a colour image, with the conversion hint,
+    unless ``channel_axis=None`` (the caller's argument) declares a batch of gray frames.
+    Functions that handle channels resolve ``channel_axis`` with :func:`has_channels` instead.
     """
     from_list = False
     if owner_of(img) is None:
@@ -67,6 +75,11 @@ def image(
             raise ValueError(
                 f"{name} must have {' or '.join(map(str, allowed))} channels in its last axis, got shape {shape}"
             )
+    if gray:
+        _refuse_colour(shape, name, channel_axis, batches=max_ndim is None or max_ndim > 2)
+    if max_ndim is not None and len(shape) > max_ndim:
+        layout = "one (H, W) frame" if max_ndim == 2 else f"at most {max_ndim} dimensions"
+        raise ValueError(f"{name} must have {layout}, got shape {shape}")
     return asarray(img)
 
 
@@ -80,6 +93,13 @@ def integer(value: Any, name: str, *, low: int | None = None, high: int | None =
         hi = "inf" if high is None else high
         raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")
     return value
+
+
+def boolean(value: Any, name: str) -> bool:
+    """A Python or NumPy bool (not a string, a number or None: ``'yes'`` and ``0`` are mistakes)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__}")
+    return bool(value)
 
 
 def real(value: Any, name: str, *, positive: bool = False, high: float | None = None) -> float:
@@ -158,20 +178,28 @@ def has_channels(img: Any, channel_axis: Any) -> bool:
     raise ValueError(f"channel_axis must be 'auto', None or -1 (channels last), got {channel_axis!r}")
 
 
-def gray(img: Any, name: str, channel_axis: Any) -> None:
-    """Refuse a colour image where gray frames are expected.
+def gray(img: Any, name: str, channel_axis: Any, *, batches: bool = True) -> None:
+    """Refuse a colour image where gray frames are expected (the rule of ``image(gray=True)``),
+    for arguments :func:`image` does not check (host-only arrays, lists of frames). ``batches``:
+    whether the function takes ``channel_axis=None`` (a batch of narrow gray frames)."""
+    _refuse_colour(tuple(img.shape), name, channel_axis, batches=batches)
+
+
+def _refuse_colour(shape: tuple, name: str, channel_axis: Any, *, batches: bool) -> None:
+    """The library's one colour rule for functions that take gray frames.
 
     With ``channel_axis="auto"`` (the library's convention) an array of 3+ dimensions whose last
     axis has 3 or 4 entries is an RGB(A) image, not a batch of narrow gray frames: silently
-    treating it as one gives wrong results. ``channel_axis=None`` declares a batch.
+    treating it as one gives wrong results. ``channel_axis=None`` declares a batch (``batches``:
+    the function takes batches, so the hint offers it).
     """
     if isinstance(channel_axis, str) and channel_axis == "auto":
-        if img.ndim >= 3 and img.shape[-1] in (3, 4):
+        if len(shape) >= 3 and shape[-1] in (3, 4):
+            batch = (", or pass channel_axis=None if the leading axes are a batch of gray frames"
+                     if batches else "")
             raise ValueError(
-                f"{name} looks like a colour image (shape {tuple(img.shape)}: its last axis has "
-                f"{img.shape[-1]} entries) but this function takes gray frames; convert it with "
-                f"portcv.color.rgb_to_gray({name}), or pass channel_axis=None if the leading axes are "
-                "a batch of gray frames"
+                f"{name} looks like a colour image (shape {shape}: its last axis has {shape[-1]} entries) "
+                f"but this function takes gray frames; convert it with portcv.color.rgb_to_gray({name}){batch}"
             )
         return
     if channel_axis is None:
@@ -205,6 +233,26 @@ def taps2d(value: Any, name: str, *, max_size: int = 31) -> tuple[tuple[int, ...
         else:
             raise TypeError(f"{name} must hold integers (fixed-point taps), got dtype {arr.dtype}")
     return tuple(tuple(int(v) for v in row) for row in arr)
+
+
+def real_array(value: Any, name: str) -> np.ndarray:
+    """A parameter array of real numbers (camera matrices, kernels to quantize), read on the host
+    from any backend's array, a NumPy array or nested lists, as float64. Complex values (whose
+    imaginary part a float conversion drops), bools, strings and objects are refused; so are
+    ragged lists. Shape and finiteness are the caller's to check."""
+    if owner_of(value) is not None and not isinstance(value, np.ndarray):
+        from .backends import to_numpy
+
+        value = to_numpy(value)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # NumPy's "inhomogeneous shape" message names no argument
+        raise ValueError(f"{name} must be a rectangular array of real numbers; got a ragged nested "
+                         f"{type(value).__name__}") from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}"
+                        + (f" ({type(value).__name__})" if arr.dtype == object else ""))
+    return arr.astype(np.float64)
 
 
 def count(count: Any) -> Any:

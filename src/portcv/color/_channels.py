@@ -61,6 +61,7 @@ def gray_to_rgb(image: Any, *, channel_axis: Any = "auto") -> Any:
     img = _validate.image(image)
     if _validate.has_channels(img, channel_axis):
         if img.shape[-1] != 1:
+            _validate.gray(img, "image", "auto")  # 3 or 4 channels: the colour rule's message
             raise ValueError(f"image must be gray: its last axis has {img.shape[-1]} channels (shape "
                              f"{tuple(img.shape)}); pass channel_axis=None if it is a batch of gray frames "
                              f"{img.shape[-1]} pixels wide")

@@ -529,9 +529,7 @@ class MCTDetector:
                    max_size: Any = None, step: int = 1, split_stage: Any = None, devices: Any = None) -> np.ndarray:
         """The windows passing every stage of a gray ``(H, W)`` uint8 image, as ``(N, 3)`` int32
         ``(level, x, y)`` rows in ascending (level, y, x) order (level coordinates)."""
-        img = _validate.image(image)
-        if img.ndim != 2:
-            raise ValueError(f"image must be gray (H, W), got shape {tuple(img.shape)}")
+        img = _validate.image(image, max_ndim=2, gray=True)
         sf = check_scale_factor(scale_factor)
         mins = check_size_pair(min_size, "min_size", allow_none=False)
         maxs = check_size_pair(max_size, "max_size", allow_none=True)

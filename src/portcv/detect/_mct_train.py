@@ -323,6 +323,8 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
     W = _validate.integer(window[0], "window", low=3, high=256)
     H = _validate.integer(window[1], "window", low=3, high=256)
     pos = np.asarray(positives)
+    if isinstance(positives, np.ndarray) and pos.shape[1:] != (H, W):
+        _validate.gray(pos, "positives", "auto", batches=False)  # colour faces: the conversion hint
     if not isinstance(positives, np.ndarray) or pos.dtype != np.uint8 or pos.ndim != 3 or pos.shape[1:] != (H, W):
         raise ValueError(f"positives must be a (N, {H}, {W}) uint8 NumPy array, got "
                          f"{getattr(positives, 'shape', None)} {getattr(positives, 'dtype', type(positives).__name__)}")
@@ -334,6 +336,8 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
     if not negs:
         raise ValueError("negative_images must not be empty")
     for i, img in enumerate(negs):
+        if isinstance(img, np.ndarray):
+            _validate.gray(img, f"negative_images[{i}]", "auto", batches=False)
         if not isinstance(img, np.ndarray) or img.dtype != np.uint8 or img.ndim != 2 or min(img.shape) < max(W, H):
             raise ValueError(f"negative_images[{i}] must be a gray (h, w) uint8 NumPy array at least the window's "
                              f"size, got {getattr(img, 'shape', None)} {getattr(img, 'dtype', None)}")

@@ -127,8 +127,7 @@ def detect(
     >>> e[:, 6]                     # accepted rows 3..5 (alpha + 1 .. H - alpha - 2), apron +-2
     array([  0, 255, 255, 255, 255, 255, 255, 255,   0], dtype=uint8)
     """
-    img = _validate.image(image)
-    _validate.gray(img, "image", channel_axis)
+    img = _validate.image(image, gray=True, channel_axis=channel_axis)
     t_low = _threshold(t_low, "t_low")
     t_high = _threshold(t_high, "t_high")
     alpha = _validate.integer(alpha, "alpha", low=0, high=MAX_ALPHA)

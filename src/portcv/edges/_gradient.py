@@ -90,8 +90,8 @@ def gradient(image: Any, *, ksize: int = 3, border: str = "reflect101", channel_
     """
     from .. import filters
 
-    img = _validate.image(image)  # moved to the active backend once; gradients gets the moved array
-    _validate.gray(img, "image", channel_axis)
+    # moved to the active backend once; gradients gets the moved array
+    img = _validate.image(image, gray=True, channel_axis=channel_axis)
     return filters.gradients(img, ksize=ksize, border=border, channel_axis=None)
 
 

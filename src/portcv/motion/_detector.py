@@ -164,8 +164,9 @@ class MotionDetector:
 
 
 def _motion_from_edges(e1: Any, e2: Any, shape: tuple, beta: int, grid: Any, gamma: float, variant: str) -> MotionResult:
-    d = difference(e1, e2, beta=beta, variant=variant)
-    counts = density(d, grid=grid, variant=variant)
+    # The frames' layout was settled by the caller: maps 3 or 4 pixels wide are gray too.
+    d = difference(e1, e2, beta=beta, variant=variant, channel_axis=None)
+    counts = density(d, grid=grid, variant=variant, channel_axis=None)
     cells = regions(counts, shape=shape, gamma=gamma, variant=variant)
     return MotionResult(cells, counts, d, e2)
 

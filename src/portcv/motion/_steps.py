@@ -37,8 +37,8 @@ def _variant(variant: Any) -> str:
     return _validate.choice(variant, "variant", VARIANTS)
 
 
-def _edge_map(value: Any, name: str) -> Any:
-    return _validate.image(value, name)
+def _edge_map(value: Any, name: str, channel_axis: Any) -> Any:
+    return _validate.image(value, name, gray=True, channel_axis=channel_axis)
 
 
 def _grid(grid: Any, height: int, width: int) -> tuple[int, int]:
@@ -60,7 +60,8 @@ def _shape(shape: Any) -> tuple[int, int]:
 # --------------------------------------------------------------------------------------------
 # Algorithm 2: thresholded difference matrix
 # --------------------------------------------------------------------------------------------
-def difference(e1: Any, e2: Any, *, beta: int = DEFAULT_BETA, variant: str = "pseudocode") -> Any:
+def difference(e1: Any, e2: Any, *, beta: int = DEFAULT_BETA, variant: str = "pseudocode",
+               channel_axis: Any = "auto") -> Any:
     """Thresholded difference matrix ``D`` of two edge maps (Algorithm 2), uint8 0/255.
 
     ``D[p] = 255`` when the maps differ at ``p`` (``E1[p] != E2[p]``) and no pixel ``q`` of the
@@ -85,6 +86,10 @@ def difference(e1: Any, e2: Any, *, beta: int = DEFAULT_BETA, variant: str = "ps
         ``'pseudocode'``: Algorithm 2's domain: every pixel, the apron clipped to the image.
         ``'listing'``: Listing 6: only pixels with ``7 < r < H - 7`` and ``7 < c < W - 7`` can be
         set, and the apron never matches row 0 or column 0 (its ``> 0`` bounds test).
+    channel_axis : {"auto", None}
+        ``"auto"``: maps whose last axis has 3 or 4 entries look like colour images and are
+        refused (edge maps are gray); ``None``: the leading axes are a batch of maps, whatever
+        their width.
 
     Returns
     -------
@@ -108,8 +113,8 @@ def difference(e1: Any, e2: Any, *, beta: int = DEFAULT_BETA, variant: str = "ps
     >>> portcv.to_numpy(portcv.motion.difference(e1, e2, beta=1))[2]
     array([  0,   0,   0,   0,   0,   0, 255], dtype=uint8)
     """
-    a = _edge_map(e1, "e1")
-    b = _edge_map(e2, "e2")
+    a = _edge_map(e1, "e1", channel_axis)
+    b = _edge_map(e2, "e2", channel_axis)
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"e1 and e2 must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     beta = _validate.integer(beta, "beta", low=0, high=65535)
@@ -158,7 +163,8 @@ def cell_bounds(shape: Any, *, grid: Any = DEFAULT_GRID, variant: str = "pseudoc
     return out
 
 
-def density(d: Any, *, grid: Any = DEFAULT_GRID, variant: str = "pseudocode", scale: int | None = None) -> Any:
+def density(d: Any, *, grid: Any = DEFAULT_GRID, variant: str = "pseudocode", scale: int | None = None,
+            channel_axis: Any = "auto") -> Any:
     """Spatial difference density map ``D'`` (Algorithm 3): difference pixels per grid cell.
 
     The image is cut into ``rows x cols`` cells (:func:`cell_bounds`) and each cell counts the
@@ -180,6 +186,8 @@ def density(d: Any, *, grid: Any = DEFAULT_GRID, variant: str = "pseudocode", sc
         ``None``: counts. An integer ``S`` (1 .. 2**20): the density in units of ``1/S``,
         ``floor(S * count / cell_area)`` (exact integer division; ``S = 1000`` is Listing 7's
         ``scaling_factor``, whose float sums it replaces).
+    channel_axis : {"auto", None}
+        As in :func:`difference`: ``d`` is gray.
 
     Returns
     -------
@@ -202,7 +210,7 @@ def density(d: Any, *, grid: Any = DEFAULT_GRID, variant: str = "pseudocode", sc
     array([[166, 166],
            [  0, 166]], dtype=int32)
     """
-    img = _validate.image(d, "d")
+    img = _validate.image(d, "d", gray=True, channel_axis=channel_axis)
     h, w = img.shape[-2:]
     rows, cols = _grid(grid, h, w)
     variant = _variant(variant)

@@ -60,7 +60,7 @@ def test_convolve3d_same_bits_on_every_backend(backend, video, kernel, method, s
     if time_mode == "valid" and not _fits(video, kernel):
         return
     matches_numpy(backend, volume.convolve3d, video, kernel, shift=shift, out_dtype=out_dtype, border=border,
-                  border_value=value, time_mode=time_mode, method=method)
+                  border_value=value, time_mode=time_mode, method=method, channel_axis=None)
 
 
 @given(video=videos(), kernel=kernels(), border=st.sampled_from(["reflect101", "replicate", "constant"]),
@@ -68,9 +68,11 @@ def test_convolve3d_same_bits_on_every_backend(backend, video, kernel, method, s
 def test_every_method_gives_the_same_bits(video, kernel, border, time_mode):
     if time_mode == "valid" and not _fits(video, kernel):
         return
-    direct = volume.convolve3d(video, kernel, border=border, time_mode=time_mode, method="direct")
+    # channel_axis=None: clips of frames 3 or 4 pixels wide are gray too
+    direct = volume.convolve3d(video, kernel, border=border, time_mode=time_mode, method="direct", channel_axis=None)
     for method in ("fft", "hybrid", "auto"):
-        assert_same_bits(direct, volume.convolve3d(video, kernel, border=border, time_mode=time_mode, method=method))
+        assert_same_bits(direct, volume.convolve3d(video, kernel, border=border, time_mode=time_mode, method=method,
+                                                   channel_axis=None))
 
 
 @pytest.mark.parametrize("k", [9, 15])
@@ -111,7 +113,8 @@ def test_convolve3d_equals_the_naive_loops_of_eq_1(video, kernel, border, time_m
         return
     expected = oracle.convolve3d(video, kernel, border, value, time_mode)
     for method in METHODS:
-        out = volume.convolve3d(video, kernel, border=border, border_value=value, time_mode=time_mode, method=method)
+        out = volume.convolve3d(video, kernel, border=border, border_value=value, time_mode=time_mode, method=method,
+                                channel_axis=None)
         np.testing.assert_array_equal(portcv.to_numpy(out), expected)
 
 
@@ -127,7 +130,7 @@ def test_convolve3d_equals_scipy_ndimage_and_fftconvolve(video, kernel):
     if not _fits(video, kernel):
         return
     kt, kh, kw = kernel.shape
-    ours = portcv.to_numpy(volume.convolve3d(video, kernel))
+    ours = portcv.to_numpy(volume.convolve3d(video, kernel, channel_axis=None))
     full = ndimage.convolve(video.astype(np.float64), kernel.astype(np.float64), mode="mirror")
     np.testing.assert_array_equal(ours, full[kt // 2: video.shape[0] - kt // 2].astype(np.int32))
     padded = np.pad(video.astype(np.float64), ((0, 0), (kh // 2,) * 2, (kw // 2,) * 2), mode="reflect")
@@ -213,9 +216,10 @@ def test_shift_rounds_half_up_and_floors_negative_halves():
 def test_out_dtype_saturates():
     video = np.full((3, 4, 4), 255, dtype=np.uint8)
     k = np.ones((3, 3, 3), dtype=np.int64)
-    assert portcv.to_numpy(volume.convolve3d(video, k, out_dtype="uint8")).max() == 255
-    assert portcv.to_numpy(volume.convolve3d(video, -k, out_dtype="uint8")).max() == 0
-    assert portcv.to_numpy(volume.convolve3d(video, k * 10, out_dtype="int16")).min() == 32767
+    # 4 x 4 gray frames: channel_axis=None (with "auto" a last axis of 4 reads as RGBA)
+    assert portcv.to_numpy(volume.convolve3d(video, k, out_dtype="uint8", channel_axis=None)).max() == 255
+    assert portcv.to_numpy(volume.convolve3d(video, -k, out_dtype="uint8", channel_axis=None)).max() == 0
+    assert portcv.to_numpy(volume.convolve3d(video, k * 10, out_dtype="int16", channel_axis=None)).min() == 32767
 
 
 def test_the_callers_arrays_are_not_changed():
@@ -276,6 +280,13 @@ def test_a_bank_of_large_kernels_is_planned_once():
         (dict(shift=31), ValueError, "shift"),
         (dict(shift=1.5), TypeError, "shift"),
         (dict(border="constant", border_value=256), ValueError, "border_value"),
+        (dict(video=np.zeros((4, 8, 8, 3), np.uint8)), ValueError, r"video looks like a colour image .*rgb_to_gray"),
+        (dict(video=np.zeros((4, 8, 4), np.uint8)), ValueError, r"video looks like a colour image"),
+        (dict(channel_axis=-1), ValueError, "channel_axis must be 'auto' or None"),
+        (dict(kernel=None), TypeError, "kernel must be an array of integer taps"),
+        (dict(kernel=[[[1, 2], [1]]]), ValueError, "kernel must be an array of integer taps"),
+        (dict(kernel=np.ones((600, 1, 1, 1), int), video=np.zeros((1, 2000, 2000), np.uint8)), ValueError,
+         r"kernel: a bank of 600 kernels .* 2400000000 output samples"),
     ],
 )
 def test_bad_input_is_refused_with_a_clear_error(kwargs, error, match):
@@ -291,6 +302,24 @@ def test_fft_error_bound_refuses_bad_arguments():
         volume.fft_error_bound((4, 8, 8), np.uint8, np.ones((3, 3, 3), int), method="direct")
     with pytest.raises(TypeError, match="video_dtype"):
         volume.fft_error_bound((4, 8, 8), np.float32, np.ones((3, 3, 3), int))
+    with pytest.raises(TypeError, match="video_dtype must be uint8, uint16 or int16, got 'bogus'"):
+        volume.fft_error_bound((4, 8, 8), "bogus", np.ones((3, 3, 3), int))
+
+
+@pytest.mark.parametrize("video_shape, error, match", [
+    (None, ValueError, r"video_shape must be a \(\.\.\., T, H, W\) tuple"),
+    ((8, 8), ValueError, r"video_shape must be a \(\.\.\., T, H, W\) tuple"),
+    ("abc", ValueError, "video_shape must be a"),
+    ((4, -8, 8), ValueError, r"video_shape must be in \[1,"),
+    ((0, 8, 8), ValueError, r"video_shape must be in \[1,"),
+    ((4, 8.5, 8), TypeError, "video_shape must be an integer"),
+    ((4, 10**9, 10**9), ValueError, "video_shape .* samples; at most 2147483647"),
+    ((2, 8, 8), ValueError, "video_shape has 2 frames; time_mode='valid' needs at least kt = 3"),
+])
+def test_fft_error_bound_checks_video_shape(video_shape, error, match):
+    """It took a math domain error, an AttributeError or a bound for an impossible video before."""
+    with pytest.raises(error, match=match):
+        volume.fft_error_bound(video_shape, np.uint8, np.ones((3, 3, 3), int))
 
 
 def test_a_gabor_filtered_real_clip_is_the_same_on_every_backend(backend):

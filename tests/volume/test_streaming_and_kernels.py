@@ -65,6 +65,33 @@ def test_convolver3d_refuses_bad_frames_and_options():
         volume.Convolver3D(np.ones((2, 3, 3), int), (4, 5))
     with pytest.raises(ValueError, match="shift"):
         volume.Convolver3D(k, (4, 5), shift=40)
+    with pytest.raises(ValueError, match=r"frame looks like a colour image .*rgb_to_gray\(frame\)$"):
+        conv.push(np.zeros((4, 5, 3), np.uint8))  # one frame: no batch to declare
+    with pytest.raises(ValueError, match="dtype must be one of .* got 'bogus'"):
+        volume.Convolver3D(k, (4, 5), dtype="bogus")
+
+
+@pytest.mark.parametrize("frame_shape, error, match", [
+    ((10**6, 10**6), ValueError, r"frame_shape: .* 3000000000000 elements .* at most 2147483647"),
+    ((1e6, 1e6), TypeError, "frame_shape must be an integer"),
+    ((2**31, 1), ValueError, r"frame_shape must be in \[1, 2147483647\]"),
+    ((0, 5), ValueError, r"frame_shape must be in \[1,"),
+    ((True, 5), TypeError, "frame_shape must be an integer"),
+    (None, ValueError, r"frame_shape must be \(H, W\)"),
+])
+def test_convolver3d_checks_frame_shape_before_allocating(frame_shape, error, match):
+    """A frame shape whose ring of kt frames would not be an array convolve3d takes is refused
+    before the trial clip is allocated (10**6 x 10**6 frames tried a 2.7 TiB allocation)."""
+    with pytest.raises(error, match=match):
+        volume.Convolver3D(np.ones((3, 3, 3), int), frame_shape)
+
+
+def test_convolver3d_takes_frames_three_pixels_wide():
+    """frame_shape declares the frames gray: a ring of (kt, H, 3) frames is no colour image."""
+    frames = np.random.default_rng(2).integers(0, 256, (4, 6, 3), dtype=np.uint8)
+    conv = volume.Convolver3D(np.ones((3, 3, 3), int), (6, 3))
+    outs = [o for o in (conv.push(f) for f in frames) if o is not None]
+    assert_same_bits(volume.convolve3d(frames, np.ones((3, 3, 3), int), channel_axis=None), np.stack(outs))
 
 
 @given(shape=st.sampled_from([(3, 3, 3), (5, 3, 7), (2, 3, 3, 3)]), bits=st.integers(4, 23), seed=st.integers(0, 2**32 - 1),
@@ -92,6 +119,14 @@ def test_quantize_kernel_refuses_bad_input():
         volume.quantize_kernel(np.ones((3, 3)))
     with pytest.raises(ValueError, match="bits"):
         volume.quantize_kernel(np.ones((3, 3, 3)), bits=30)
+    with pytest.raises(TypeError, match="kernel must hold real numbers, got dtype complex128"):
+        volume.quantize_kernel(np.full((3, 3, 3), 1 + 1j))  # was made real, the imaginary part dropped
+    with pytest.raises(TypeError, match="kernel must hold real numbers, got dtype object"):
+        volume.quantize_kernel(None)
+    with pytest.raises(TypeError, match="kernel must hold real numbers"):
+        volume.quantize_kernel("box")
+    with pytest.raises(ValueError, match="kernel must be a rectangular array"):
+        volume.quantize_kernel([[[1.0, 2.0], [1.0]]])
 
 
 def test_gabor_bank_is_zero_mean_theta_major_and_refuses_bad_input():
@@ -112,3 +147,9 @@ def test_gabor_bank_is_zero_mean_theta_major_and_refuses_bad_input():
         volume.gabor_kernel3d(5, 1.0, -5.0)
     with pytest.raises(TypeError, match="theta"):
         volume.gabor_kernel3d(5, 1.0, 5.0, theta="north")
+    with pytest.raises(TypeError, match="zero_mean must be a bool"):
+        volume.gabor_kernel3d(5, 1.0, 5.0, zero_mean="yes")
+    with pytest.raises(TypeError, match="zero_mean must be a bool"):
+        volume.gabor_kernel3d(5, 1.0, 5.0, zero_mean=0)
+    with pytest.raises(ValueError, match="speed must be a number or a non-empty sequence"):
+        volume.gabor_kernel3d(5, 1.0, 5.0, speed=[])

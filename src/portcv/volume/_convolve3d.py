@@ -123,6 +123,21 @@ def fft_error_bound(video_shape: tuple[int, ...], video_dtype: Any, kernel: Any,
     The FFT methods run only while this is below 0.25 (rounding to the nearest integer is exact
     below 0.5); ``direct`` runs otherwise, with the same bits. See :func:`convolve3d`.
 
+    Parameters
+    ----------
+    video_shape : tuple of int
+        ``(..., T, H, W)``, positive, at most 2**31 - 1 samples in all (a video
+        :func:`convolve3d` takes; ``time_mode='valid'`` needs ``T >= kt``).
+    video_dtype : {uint8, uint16, int16}
+    kernel : (kt, kh, kw) or (F, kt, kh, kw) array_like of int
+        As in :func:`convolve3d`.
+    method : {'fft', 'hybrid'}
+    time_mode : {'valid', 'same'}
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> import numpy as np, portcv
@@ -133,13 +148,32 @@ def fft_error_bound(video_shape: tuple[int, ...], video_dtype: Any, kernel: Any,
     """
     method = _validate.choice(method, "method", ("fft", "hybrid"))
     time_mode = _validate.choice(time_mode, "time_mode", TIME_MODES)
-    if np.dtype(video_dtype).name not in VIDEO_DTYPES:
-        raise TypeError(f"video_dtype must be uint8, uint16 or int16, got {np.dtype(video_dtype)}")
+    try:
+        dtype = None if video_dtype is None else np.dtype(video_dtype)
+    except TypeError:  # NumPy's "data type not understood" names no argument
+        dtype = None
+    if dtype is None or dtype.name not in VIDEO_DTYPES:
+        raise TypeError(f"video_dtype must be uint8, uint16 or int16, got {video_dtype!r}")
     taps, _ = check_kernel(kernel)
     kt, kh, kw = taps.shape[1:]
-    t, h, w = tuple(video_shape)[-3:]
+    shape = _check_video_shape(video_shape)
+    if time_mode == "valid" and shape[-3] < kt:
+        raise ValueError(f"video_shape has {shape[-3]} frames; time_mode='valid' needs at least kt = {kt}")
+    t, h, w = shape[-3:]
     padded = (t + (kt - 1 if time_mode == "same" else 0), h + kh - 1, w + kw - 1)
     return _fft_error_bound(video_dtype, padded, taps, method)
+
+
+def _check_video_shape(video_shape: Any) -> tuple[int, ...]:
+    """The shape of a video :func:`convolve3d` takes: (..., T, H, W) positive ints, at most
+    :data:`~portcv._validate.MAX_ELEMENTS` samples."""
+    if not isinstance(video_shape, (tuple, list)) or len(video_shape) < 3:
+        raise ValueError(f"video_shape must be a (..., T, H, W) tuple of ints, got {video_shape!r}")
+    shape = tuple(_validate.integer(n, "video_shape", low=1, high=_validate.MAX_ELEMENTS) for n in video_shape)
+    if math.prod(shape) > _validate.MAX_ELEMENTS:
+        raise ValueError(f"video_shape {shape} has {math.prod(shape)} samples; at most {_validate.MAX_ELEMENTS} "
+                         "are supported")
+    return shape
 
 
 def _fft_error_bound(video_dtype: Any, padded_shape: tuple[int, ...], kernel: Any, method: str) -> float:
@@ -657,13 +691,13 @@ def _jax_conv() -> Any:
 # --------------------------------------------------------------------------------------------
 # The public function
 # --------------------------------------------------------------------------------------------
-def check_video(video: Any, name: str = "video") -> Any:
-    """A (..., T, H, W) uint8/uint16/int16 array on the active backend."""
+def check_video(video: Any, name: str = "video", channel_axis: Any = "auto") -> Any:
+    """A (..., T, H, W) uint8/uint16/int16 array of gray frames on the active backend."""
     dtype = getattr(video, "dtype", None)
     if dtype is not None and dtype_name(dtype) not in VIDEO_DTYPES:
         raise TypeError(f"{name} must have dtype uint8, uint16 or int16 (integer video), got {np.dtype(dtype)}")
     want = dtype_name(dtype) if dtype is not None else "uint8"
-    return _validate.image(video, name, dtype=want, min_ndim=3)
+    return _validate.image(video, name, dtype=want, min_ndim=3, gray=True, channel_axis=channel_axis)
 
 
 def check_kernel(kernel: Any, name: str = "kernel") -> tuple[np.ndarray, bool]:
@@ -692,7 +726,10 @@ def kernel_plan(kernel: Any, name: str = "kernel") -> KernelPlan:
     """:class:`KernelPlan` of ``kernel``, or a clear error. Cached by the kernel's bytes, dtype
     and shape: the checks, ``sum|taps|`` and the flip cost 30 µs a call on a 2-core host, which
     is a GPU call's time per frame in a batch."""
-    arr = to_numpy(kernel)  # any backend's array, a NumPy array or nested lists: read on the host
+    try:
+        arr = to_numpy(kernel)  # any backend's array, a NumPy array or nested lists: read on the host
+    except (TypeError, ValueError) as exc:  # None, strings, ragged lists: name the argument
+        raise type(exc)(f"{name} must be an array of integer taps: {exc}") from None
     if arr.dtype.kind in "iuf" and arr.nbytes <= _PLAN_CACHE_BYTES:
         return _cached_plan(np.ascontiguousarray(arr).tobytes(), arr.dtype.str, arr.shape, name)
     return _plan(arr, name)
@@ -811,6 +848,7 @@ def convolve3d(
     border_value: int = 0,
     time_mode: str = "valid",
     method: str = "auto",
+    channel_axis: Any = "auto",
 ) -> Any:
     """3-D convolution of integer video with an integer kernel (or a bank of kernels), exact.
 
@@ -850,6 +888,10 @@ def convolve3d(
         :func:`fft_error_bound` is below 0.25, and ``direct`` runs otherwise. ``auto`` picks by
         a cost model (:data:`COSTS`: multiply-adds of ``direct`` against ``N log2 N`` of the FFT;
         the FFT side runs ``hybrid``).
+    channel_axis : {"auto", None}
+        ``"auto"``: a video whose last axis has 3 or 4 entries is a colour video and is refused
+        (convert its frames with :func:`portcv.color.rgb_to_gray`, or convolve each channel);
+        ``None``: the leading axes are clips of gray frames, whatever their width.
 
     Returns
     -------
@@ -876,7 +918,7 @@ def convolve3d(
     >>> bool((portcv.to_numpy(same) == portcv.to_numpy(out)).all())
     True
     """
-    vid = check_video(video)
+    vid = check_video(video, channel_axis=channel_axis)
     plan = kernel_plan(kernel)
     taps = plan.taps
     shift = _validate.integer(shift, "shift", low=0, high=30)
@@ -891,6 +933,11 @@ def convolve3d(
     if time_mode == "valid" and vid.shape[-3] < kt:
         raise ValueError(f"video has {vid.shape[-3]} frames; time_mode='valid' needs at least kt = {kt} "
                          "(or use time_mode='same')")
+    frames_out = vid.shape[-3] - (kt - 1 if time_mode == "valid" else 0)
+    outputs = math.prod(vid.shape[:-3]) * taps.shape[0] * frames_out * vid.shape[-2] * vid.shape[-1]
+    if outputs > _validate.MAX_ELEMENTS:  # a bank multiplies the video's size by F
+        raise ValueError(f"kernel: a bank of {taps.shape[0]} kernels over this video makes {outputs} output samples; "
+                         f"at most {_validate.MAX_ELEMENTS} are supported")
     b = backend()
     chosen = choose_method(method, vid.dtype, padded_shape(tuple(vid.shape), (kt, kh, kw), time_mode), taps)
     run = _pipeline(b, chosen, plan.correlation, taps.shape, border, border_value, time_mode, shift, out_dtype,

@@ -25,7 +25,8 @@ def quantize_kernel(kernel: Any, *, bits: int = 16) -> tuple[np.ndarray, int]:
     Parameters
     ----------
     kernel : array_like of float, 3-D (kt, kh, kw) or a bank (F, kt, kh, kw)
-        Finite values. A bank shares one shift (the one its largest ``sum|k|`` allows).
+        Finite real values (any backend's array; complex ones are refused). A bank shares one
+        shift (the one its largest ``sum|k|`` allows).
     bits : int
         1..23. With ``bits <= 16``, ``sum|taps| * 255 < 2**24``: uint8 video runs the float32
         paths (FFMA on CUDA, XLA's convolution on JAX).
@@ -43,7 +44,7 @@ def quantize_kernel(kernel: Any, *, bits: int = 16) -> tuple[np.ndarray, int]:
     (12, True)
     """
     bits = _validate.integer(bits, "bits", low=1, high=23)
-    k = np.asarray(kernel, dtype=np.float64) if not isinstance(kernel, np.ndarray) else kernel.astype(np.float64)
+    k = _validate.real_array(kernel, "kernel")  # complex taps refused, not silently made real
     if k.ndim not in (3, 4) or k.size == 0:
         raise ValueError(f"kernel must be a non-empty 3-D kernel or a 4-D bank, got shape {k.shape}")
     if not np.all(np.isfinite(k)):
@@ -138,6 +139,10 @@ def gabor_kernel3d(
     sigma_t = sides[0] / 4 if sigma_time is None else _validate.real(sigma_time, "sigma_time", positive=True)
     thetas = [_validate.real(t, "theta") for t in np.atleast_1d(np.asarray(theta, dtype=object))]
     speeds = [_validate.real(v, "speed") for v in np.atleast_1d(np.asarray(speed, dtype=object))]
+    for values, given, label in ((thetas, theta, "theta"), (speeds, speed, "speed")):
+        if not values:
+            raise ValueError(f"{label} must be a number or a non-empty sequence of numbers, got {given!r}")
+    zero_mean = _validate.boolean(zero_mean, "zero_mean")
     is_bank = np.ndim(theta) > 0 or np.ndim(speed) > 0
     t, y, x = np.meshgrid(*(np.arange(s, dtype=np.float64) - s // 2 for s in sides), indexing="ij")
     envelope = np.exp(-(x**2 + y**2) / (2 * sigma**2) - t**2 / (2 * sigma_t**2))

@@ -62,11 +62,25 @@ class Convolver3D:
         self.kt = taps.shape[1]
         if not isinstance(frame_shape, (tuple, list)) or len(frame_shape) != 2:
             raise ValueError(f"frame_shape must be (H, W), got {frame_shape!r}")
-        self.frame_shape = tuple(_validate.integer(s, "frame_shape", low=1) for s in frame_shape)
-        self.dtype = np.dtype(_validate.choice(np.dtype(dtype).name, "dtype", tuple(VIDEO_DTYPES)))
+        self.frame_shape = tuple(_validate.integer(s, "frame_shape", low=1, high=_validate.MAX_ELEMENTS)
+                                 for s in frame_shape)
+        # The ring's clip of kt frames (and a bank's F outputs of one frame) must be an array
+        # convolve3d takes: checked before the trial clip below is allocated.
+        elements = max(self.kt, taps.shape[0]) * self.frame_shape[0] * self.frame_shape[1]
+        if elements > _validate.MAX_ELEMENTS:
+            raise ValueError(f"frame_shape: {self.frame_shape} frames make clips of {elements} elements (kt = "
+                             f"{self.kt} frames, {taps.shape[0]} kernels); at most {_validate.MAX_ELEMENTS} "
+                             "are supported")
+        try:
+            dtype_name = np.dtype(dtype).name if dtype is not None else None
+        except TypeError:  # NumPy's "data type not understood" names no argument
+            dtype_name = dtype
+        self.dtype = np.dtype(_validate.choice(dtype_name, "dtype", tuple(VIDEO_DTYPES)))
         self.time_mode = _validate.choice(time_mode, "time_mode", TIME_MODES)
+        # channel_axis=None: frame_shape declares the frames gray, however narrow.
         self._options = dict(method=_validate.choice(method, "method", METHODS), shift=shift, out_dtype=out_dtype,
-                             border=_validate.choice(border, "border", BORDERS), border_value=border_value)
+                             border=_validate.choice(border, "border", BORDERS), border_value=border_value,
+                             channel_axis=None)
         # Check every option once, on a clip of kt frames, so push() cannot fail on them later.
         convolve3d(np.zeros((self.kt,) + self.frame_shape, self.dtype), self.kernel, **self._options)
         self._ring: list[Any] = []  # the last kt frames of the (border-extended) stream
@@ -97,7 +111,7 @@ class Convolver3D:
     def push(self, frame: Any) -> Any:
         """Add the next frame; return the next output frame ``(..., [F,] H, W)``, or None while
         the ring is filling."""
-        f = _validate.image(frame, "frame", dtype=self.dtype, min_ndim=2)
+        f = _validate.image(frame, "frame", dtype=self.dtype, max_ndim=2, gray=True)
         if tuple(f.shape) != self.frame_shape:
             raise ValueError(f"frame must have shape {self.frame_shape}, got {tuple(f.shape)}")
         if self._started:

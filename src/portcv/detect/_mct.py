@@ -77,7 +77,7 @@ def _mct_numpy(img: Any) -> Any:
     return out
 
 
-def mct(image: Any, *, border: str = "valid", border_value: int = 0) -> Any:
+def mct(image: Any, *, border: str = "valid", border_value: int = 0, channel_axis: Any = "auto") -> Any:
     """Modified census transform: one 9-bit code per pixel from its 3x3 neighbourhood and their mean.
 
     Parameters
@@ -89,7 +89,11 @@ def mct(image: Any, *, border: str = "valid", border_value: int = 0) -> Any:
         neighbourhood, output ``(..., H-2, W-2)`` (needs H, W >= 3). The others pad by one pixel
         with portcv's border rule first and give ``(..., H, W)``.
     border_value : int
-        Padding value for ``border='constant'`` (0..255).
+        Padding value for ``border='constant'`` (0..255; checked whatever the border).
+    channel_axis : {"auto", None}
+        ``"auto"``: an array whose last axis has 3 or 4 entries is a colour image and is refused
+        (convert it with :func:`portcv.color.rgb_to_gray`); ``None``: leading axes are a batch of
+        gray frames, whatever their width.
 
     Returns
     -------
@@ -114,7 +118,8 @@ def mct(image: Any, *, border: str = "valid", border_value: int = 0) -> Any:
     17
     """
     border = _validate.choice(border, "border", MCT_BORDERS)
-    img = _validate.image(image)
+    border_value = _validate.integer(border_value, "border_value", low=0, high=255)
+    img = _validate.image(image, gray=True, channel_axis=channel_axis)
     if border == "valid":
         if img.shape[-1] < 3 or img.shape[-2] < 3:
             raise ValueError(f"image must be at least 3x3 for border='valid', got shape {tuple(img.shape)}")

@@ -220,6 +220,46 @@ def test_bad_input_raises_naming_the_argument():
         warp_disparity(depth.astype(np.uint8), unknown=300)
 
 
+_K = np.array([[10.0, 0.5, 2.0], [0, 11.0, 1.5], [0, 0, 1]])
+_SHEAR = np.array([[1.0, 0.5, 0], [0, 1, 0], [0, 0, 1]])
+
+
+@pytest.mark.parametrize("K_src, K_dst, R, t, error, match", [
+    (_K, np.zeros((3, 3)), np.eye(3), np.zeros(3), ValueError, r"K_dst must have positive focal lengths"),
+    (_K * [[-1], [1], [1]], _K, np.eye(3), np.zeros(3), ValueError, r"K_src must have positive focal lengths"),
+    (_K, _K + np.tri(3, k=-1), np.eye(3), np.zeros(3), ValueError, r"K_dst must be upper-triangular"),
+    (_K, _K * [[1], [1], [2]], np.eye(3), np.zeros(3), ValueError, r"K_dst\[2, 2\] must be 1"),
+    (_K, _K, 2 * np.eye(3), np.zeros(3), ValueError, r"R must be a rotation .* off by 3"),  # doubled every depth
+    (_K, _K, np.diag([1.0, 1, -1]), np.zeros(3), ValueError, r"R must be a proper rotation .* reflection"),
+    (_K, _K, _SHEAR, np.zeros(3), ValueError, r"R must be a rotation"),
+    (_K, _K, np.zeros((3, 3)), np.zeros(3), ValueError, r"R must be a rotation"),  # singular
+    (_K.astype(complex) + 1j, _K, np.eye(3), np.zeros(3), TypeError, r"K_src must hold real numbers, got dtype complex"),
+    (_K, _K, np.eye(3) + 0j, np.zeros(3), TypeError, r"R must hold real numbers, got dtype complex"),
+    (_K, _K, np.eye(3), np.zeros(3) + 1j, TypeError, r"t must hold real numbers, got dtype complex"),
+    (_K, _K, np.eye(3, dtype=bool), np.zeros(3), TypeError, r"R must hold real numbers, got dtype bool"),
+    (_K, _K, None, np.zeros(3), TypeError, r"R must hold real numbers, got dtype object"),
+    (_K, _K, [[1, 0, 0], [0, 1], [0, 0, 1]], np.zeros(3), ValueError, r"R must be a rectangular array"),
+    (_K, _K, np.eye(3), [0, np.inf, 0], ValueError, r"t must be finite"),
+])
+def test_degenerate_geometry_is_refused(K_src, K_dst, R, t, error, match):
+    """Each of these returned a result before (all unknown, every depth doubled, a mirror image,
+    the imaginary parts dropped)."""
+    depth = np.full((4, 5), 50, np.uint16)
+    with pytest.raises(error, match=match):
+        propagate(depth, K_src, K_dst, R, t, (4, 5))
+    with pytest.raises(error, match=match):
+        propagate_color(depth, np.zeros((4, 5, 3), np.uint8), K_src, K_dst, R, t, (4, 5))
+
+
+def test_rotations_built_in_float32_and_skewed_cameras_are_accepted():
+    """The tolerance takes a rotation rounded to float32 (errors near 1e-7); skew and any
+    principal point are a camera's."""
+    a = 0.3
+    R = np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]], np.float32)
+    out = propagate(np.full((4, 5), 50, np.uint16), _K, _K, R, [0.0, 0, 0], (4, 5))
+    assert out.shape == (4, 5)
+
+
 def test_points_behind_the_camera_are_dropped():
     K = np.array([[10.0, 0, 2], [0, 10.0, 2], [0, 0, 1]])
     depth = np.full((5, 5), 20, np.uint8)

@@ -161,16 +161,14 @@ def gather_kernel(xp: Any, best: Any, color: Any, *, depth_of_key: tuple[int, in
 # --------------------------------------------------------------------------------------------
 # Host-side checks and the matrix
 # --------------------------------------------------------------------------------------------
+#: ``R`` must be orthonormal within this (the largest entry of ``|R^T R - I|``): rotations built
+#: in float32 pass (errors near 1e-7); scalings, shears and singular matrices do not.
+ROTATION_TOLERANCE = 1e-6
+
+
 def _matrix(value: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
     """A finite float64 array of ``shape`` read on the host (it is a parameter, not image data)."""
-    from ..backends import owner_of, to_numpy
-
-    if owner_of(value) is not None and not isinstance(value, np.ndarray):
-        value = to_numpy(value)
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a {shape} array of real numbers ({exc})") from exc
+    arr = _validate.real_array(value, name)  # complex, bool, objects and ragged lists refused
     if arr.shape != shape:
         if arr.size == math.prod(shape) and len(shape) == 1:
             arr = arr.reshape(shape)
@@ -188,11 +186,36 @@ def projection_matrix(K_src: Any, K_dst: Any, R: Any, t: Any) -> tuple[tuple[int
     return _fixed_point_projection(*(tuple(a.ravel().tolist()) for a in arrays))
 
 
+def _check_camera(k: np.ndarray, name: str) -> None:
+    """An intrinsic matrix ``[[fx, s, cx], [0, fy, cy], [0, 0, 1]]`` with ``fx, fy > 0``."""
+    if k[1, 0] != 0 or k[2, 0] != 0 or k[2, 1] != 0:
+        raise ValueError(f"{name} must be upper-triangular, [[fx, s, cx], [0, fy, cy], [0, 0, 1]], got {k.tolist()}")
+    if not (k[0, 0] > 0 and k[1, 1] > 0):
+        raise ValueError(f"{name} must have positive focal lengths fx = {name}[0, 0] and fy = {name}[1, 1], "
+                         f"got {k[0, 0]} and {k[1, 1]}")
+    if k[2, 2] != 1:
+        raise ValueError(f"{name}[2, 2] must be 1 (the matrix of a pinhole camera), got {k[2, 2]}")
+
+
+def _check_rotation(r: np.ndarray) -> None:
+    """A proper rotation: orthonormal within :data:`ROTATION_TOLERANCE`, determinant +1."""
+    off = float(np.abs(r.T @ r - np.eye(3)).max())
+    if off > ROTATION_TOLERANCE:
+        raise ValueError(f"R must be a rotation (orthonormal: R^T R = I within {ROTATION_TOLERANCE}); R^T R is "
+                         f"off by {off:.3g}: a scaling, shear or singular matrix, got {r.tolist()}")
+    if np.linalg.det(r) < 0:
+        raise ValueError(f"R must be a proper rotation (determinant +1), got a reflection (determinant "
+                         f"{np.linalg.det(r):.6g}): {r.tolist()}")
+
+
 @functools.lru_cache(maxsize=64)
 def _fixed_point_projection(ks: tuple, kd: tuple, rot: tuple, tr: tuple) -> tuple[tuple[int, ...], ...]:
     """:func:`projection_matrix` of the flattened float64 values (cached: a video's cameras repeat)."""
     ks, kd, rot = (np.array(v).reshape(3, 3) for v in (ks, kd, rot))
     tr = np.array(tr)
+    _check_camera(ks, "K_src")
+    _check_camera(kd, "K_dst")
+    _check_rotation(rot)
     if abs(np.linalg.det(ks)) < 1e-12 or np.linalg.cond(ks) > 1e12:
         raise ValueError(f"K_src must be an invertible camera matrix, got {ks.tolist()}")
     m = kd @ np.concatenate([rot @ np.linalg.inv(ks), tr[:, None]], axis=1)
@@ -216,9 +239,7 @@ def _depth_map(depth: Any, name: str) -> Any:
     want = np.dtype(dtype) if dtype is not None and np.dtype(dtype) in tuple(map(np.dtype, DEPTH_DTYPES)) else None
     if dtype is not None and want is None:
         raise TypeError(f"{name} must have dtype uint8 or uint16, got {np.dtype(dtype)}")
-    arr = _validate.image(depth, name, dtype=want or np.uint16)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be one (H, W) map, got shape {tuple(arr.shape)}")
+    arr = _validate.image(depth, name, dtype=want or np.uint16, max_ndim=2, gray=True)
     if arr.size >= 2**31:
         raise ValueError(f"{name} has too many pixels for 32-bit source indices")
     return arr
@@ -288,12 +309,15 @@ def propagate(depth: Any, K_src: Any, K_dst: Any, R: Any, t: Any, dst_shape: Any
     depth : (H, W) uint8 or uint16 array
         Depth map of the source camera (units of your choice, e.g. mm; ``t`` in the same
         units); ``unknown`` marks pixels without a depth.
-    K_src, K_dst : (3, 3) array_like
-        Intrinsic matrices of the source and target cameras (read on the host).
-    R : (3, 3) array_like
-        Rotation from the source camera's frame to the target's.
-    t : (3,) array_like
-        Translation from the source camera's frame to the target's, in depth units.
+    K_src, K_dst : (3, 3) array_like of real numbers
+        Intrinsic matrices of the source and target cameras (read on the host): pinhole
+        cameras ``[[fx, s, cx], [0, fy, cy], [0, 0, 1]]``, upper-triangular with focal lengths
+        ``fx, fy > 0`` and ``K[2, 2] = 1`` (skew ``s`` and principal point ``(cx, cy)`` free).
+    R : (3, 3) array_like of real numbers
+        Rotation from the source camera's frame to the target's: a proper rotation, orthonormal
+        within 1e-6 (``max |R^T R - I| <= 1e-6``) with determinant +1.
+    t : (3,) array_like of real numbers
+        Translation from the source camera's frame to the target's, in depth units (finite).
     dst_shape : (int, int)
         ``(H', W')`` of the target view.
     unknown : int

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 import portcv
 from portcv import transform
-from portcv.transform._zoom import MAX_WEIGHT_SUM, ROUNDED_WEIGHT_SUM, prefilter_taps, spline_axis
+from portcv.transform import _zoom
+from portcv.transform._zoom import MAX_COEFFICIENT, MAX_WEIGHT_SUM, ROUNDED_WEIGHT_SUM, prefilter_taps, spline_axis
 
 from ..helpers import assert_same_bits, images, jax_without_x64, matches_numpy, on_backend, runs_its_overrides
 from . import oracle_zoom as oracle
@@ -94,12 +95,33 @@ def test_table4_size_same_bits_on_every_backend(backend):
     matches_numpy(backend, transform.zoom, camera((256, 256)), 2, order=1)
 
 
+def _interpolation(coef: np.ndarray, factor: float) -> np.ndarray:
+    """The interpolation kernel itself on any int32 samples (zoom refuses those outside
+    spline_filter's range; the kernel's bounds hold for every int32)."""
+    h, w = coef.shape
+    size = (round(h * factor), round(w * factor))
+    return _zoom.spline_zoom_kernel(portcv.asarray(coef), order=3, size=size, has_channels=False, frac_bits=16)
+
+
 @pytest.mark.parametrize("factor", [7, 19 / 2])
 def test_extreme_int32_coefficients_same_bits_on_every_backend(backend, factor):
     """int32 coefficients at both ends through exact (x7) and rounded (x19/2) weights."""
     coef = np.array([[2**31 - 1, -(2**31), 5], [-(2**31), 2**31 - 1, -7], [0, 2**31 - 1, -(2**31)]], np.int32)
     with runs_its_overrides("spline_zoom"):
-        matches_numpy(backend, transform.zoom, coef, factor, prefilter=False)
+        matches_numpy(backend, _interpolation, coef, factor)
+    edge = np.array([[MAX_COEFFICIENT, -MAX_COEFFICIENT, 5], [-MAX_COEFFICIENT, MAX_COEFFICIENT, -7]], np.int32)
+    with runs_its_overrides("spline_zoom"):  # spline_filter's extremes through zoom itself
+        matches_numpy(backend, transform.zoom, edge, factor, prefilter=False)
+
+
+@pytest.mark.parametrize("value", [MAX_COEFFICIENT + 1, -MAX_COEFFICIENT - 1, 2**31 - 1, -(2**31)])
+def test_prefilter_false_refuses_samples_no_spline_filter_returns(value):
+    """Beyond spline_filter's |c| <= 2295 * 2**16 the output was clipped garbage, silently."""
+    coef = np.zeros((3, 4), np.int32)
+    coef[1, 2] = value
+    with pytest.raises(ValueError, match=rf"image: with prefilter=False .* \|c\| <= 2295 \* 2\*\*16 = "
+                                         rf"{MAX_COEFFICIENT}; got values from"):
+        transform.zoom(coef, 2, prefilter=False)
 
 
 def test_more_rows_than_one_grid_dimension_same_bits_on_every_backend(backend):
@@ -287,10 +309,11 @@ def test_prefilter_false_takes_the_coefficients(data, order, factor):
 
 
 def test_extreme_int32_coefficients_do_not_overflow():
-    """Any int32 coefficients, not only spline_filter's: the bounds hold at +-2**31 (saturating)."""
+    """Any int32 coefficients, not only spline_filter's: the kernel's bounds hold at +-2**31 (saturating)."""
     coef = np.array([[2**31 - 1, -(2**31)], [-(2**31), 2**31 - 1]], np.int32)
     for factor in (7, 19 / 2):
-        out = transform.zoom(coef, factor, prefilter=False)
+        with portcv.using("numpy"):
+            out = _interpolation(coef, factor)
         ref = oracle.zoom_plane(coef.tolist(), out.shape, 3, 16)
         np.testing.assert_array_equal(out, ref)
 

@@ -30,6 +30,9 @@ SPLINE_ORDERS = (0, 1, 3)
 SPLINE_BORDERS = ("reflect101",)
 #: Fractional bits of the coefficients :func:`spline_filter` returns (Q16).
 COEFFICIENT_BITS = 16
+#: The largest magnitude of a coefficient :func:`spline_filter` returns: 2295 * 2**16 (the
+#: prefilter's sum |h| times 255); ``zoom(prefilter=False)`` takes no other.
+MAX_COEFFICIENT = 2295 << COEFFICIENT_BITS
 #: Scale of the prefilter taps (2**24) and of its row pass result before the column pass.
 PREFILTER_BITS = 24
 #: Largest sum of one axis' exact interpolation weights. Both axes together give at most 2**30,
@@ -398,8 +401,10 @@ def zoom(
     border : {'reflect101'}
         Whole-sample symmetric extension (scipy's ``mirror``).
     prefilter : bool
-        ``False`` takes ``image`` as already-computed :func:`spline_filter` coefficients (int32),
-        so the prefilter and the interpolation can run (and be timed) apart.
+        ``False`` takes ``image`` as already-computed :func:`spline_filter` coefficients (int32,
+        ``|c| <= 2295 * 2**16``), so the prefilter and the interpolation can run (and be timed)
+        apart. Coefficients outside that range are no spline's and are refused (one flag read
+        back from the device).
     channel_axis : {'auto', None, -1}
         As in :func:`portcv.filters.sep_filter`.
 
@@ -457,6 +462,7 @@ def zoom(
         img = _validate.image(image)
     else:
         img = _validate.image(image, dtype=np.int32)
+        _check_coefficients(img)
     has_channels = _validate.has_channels(img, channel_axis)
     fy, fx = _validate.real_pair(factor, "factor", "(rows, columns)", high=1e6)
     height, width, _ = _plane_shape(img, has_channels)
@@ -465,6 +471,18 @@ def zoom(
         raise ValueError(f"factor: {factor!r} makes a {dh}x{dw} image from {height}x{width}")
     _validate.output_elements(img.shape, (height, width), (dh, dw), "factor")
     return zoom_to_size(img, (dh, dw), order=order, prefilter=prefilter, has_channels=has_channels)
+
+
+def _check_coefficients(coef: Any) -> None:
+    """Refuse int32 samples outside :func:`spline_filter`'s range (they would give clipped garbage
+    silently): one bool read back from the device."""
+    from ..backends import to_numpy
+
+    xp = backend().xp
+    if bool(to_numpy(xp.any((coef > MAX_COEFFICIENT) | (coef < -MAX_COEFFICIENT)))):
+        lo, hi = (int(to_numpy(v)) for v in (xp.min(coef), xp.max(coef)))
+        raise ValueError(f"image: with prefilter=False it must hold spline_filter's coefficients, |c| <= 2295 * "
+                         f"2**16 = {MAX_COEFFICIENT}; got values from {lo} to {hi}")
 
 
 def zoom_to_size(img: Any, size: tuple[int, int], *, order: int, prefilter: bool, has_channels: bool) -> Any:

@@ -96,6 +96,13 @@ def test_mct_rejects_bad_input_and_does_not_mutate() -> None:
         mct(np.zeros((4, 4), np.uint8), border="wrap")
     with pytest.raises(ValueError, match="border_value"):
         mct(np.zeros((4, 4), np.uint8), border="constant", border_value=300)
+    with pytest.raises(TypeError, match="border_value must be an integer"):
+        mct(np.zeros((4, 4), np.uint8), border_value=float("nan"))  # checked with border='valid' too
+    with pytest.raises(ValueError, match="border_value must be in"):
+        mct(np.zeros((4, 4), np.uint8), border_value=-1)
+    with pytest.raises(ValueError, match=r"image looks like a colour image .*rgb_to_gray.*channel_axis=None"):
+        mct(np.zeros((6, 7, 3), np.uint8))
+    assert mct(np.zeros((2, 6, 3), np.uint8), channel_axis=None).shape == (2, 4, 1)  # frames 3 pixels wide
     img = np.random.default_rng(0).integers(0, 256, (6, 7), dtype=np.uint8)
     before = img.copy()
     out = mct(img)

@@ -239,6 +239,81 @@ def test_bad_encoder_arguments():
         encode_delta((2, 2), 1, 3, np.zeros(2, np.int8), np.zeros(2, np.int32))
 
 
+_D, _P = np.array([5, -3], np.int8), np.array([1, 3], np.int32)
+_SOURCE = [np.zeros((4, 5), np.uint8)]
+
+
+@pytest.mark.parametrize("call, error, words", [
+    # packets (each of these was an AttributeError, IndexError or NumPy message, or a packet)
+    (lambda: encode_keyframe(None, 0), TypeError, "frame must be an array"),
+    (lambda: encode_keyframe([[1, 2], [3]], 0), ValueError, "frame must be a rectangular array"),
+    (lambda: encode_keyframe(np.array(3, np.uint8), 0), ValueError, "frame shape must have 1 to 4"),
+    (lambda: encode_keyframe(np.uint8(3), 0), TypeError, "frame must be an array"),
+    (lambda: encode_delta(None, 1, 2, _D, _P), TypeError, "shape must be a tuple"),
+    (lambda: encode_delta((2, 2.5), 1, 2, _D, _P), TypeError, "shape must be an integer"),
+    (lambda: encode_delta((2, 2), 1, 2.0, _D, _P), TypeError, "count must be an integer"),
+    (lambda: encode_delta((2, 2), 1, -1, _D, _P), ValueError, "count must be in"),
+    (lambda: encode_delta((2, 2), 1, 2, None, _P), TypeError, "diffs must be a 1-D integer array"),
+    (lambda: encode_delta((2, 2), 1, 2, np.int8(3), _P), TypeError, "diffs must be a 1-D integer array"),
+    (lambda: encode_delta((2, 2), 1, 2, _D.astype(bool), _P), TypeError, "diffs must be a 1-D integer array"),
+    (lambda: encode_delta((2, 2), 1, 2, _D.astype(np.int32), _P), TypeError, "diffs must be int8"),
+    (lambda: encode_delta((2, 2), 1, 2, _D, [1, 3]), TypeError, "positions must be a 1-D integer array"),
+    (lambda: encode_delta((2, 2), 1, 2, _D, _P + 3), ValueError, r"positions\[:count\] must ascend strictly"),
+    (lambda: encode_delta((2, 2), 1, 2, _D, _P[::-1].copy()), ValueError, "must ascend strictly"),
+    (lambda: encode_delta((2**20, 2**20, 8), 1, 2, _D, _P), ValueError, "more than 2\\*\\*32 bytes"),
+    (lambda: parse_header("text"), TypeError, "data must be bytes"),
+    (lambda: parse_header(bytes(60), max_frame_bytes=None), TypeError, "max_frame_bytes must be an integer"),
+    (lambda: parse_header(bytes(60), max_frame_bytes=0), ValueError, "max_frame_bytes must be in"),
+    (lambda: parse_header(bytes(60), max_payload=1.5), TypeError, "max_payload must be an integer"),
+    (lambda: StreamDecoder(max_frame_bytes=float("nan")), TypeError, "max_frame_bytes must be an integer"),
+    (lambda: StreamDecoder(max_frame_bytes=-1), ValueError, "max_frame_bytes must be in"),
+    (lambda: StreamEncoder().encode(None), TypeError, "frame must be an array"),
+    (lambda: StreamEncoder().encode([[1, 2], [3]]), ValueError, "frame must be a rectangular array"),
+    (lambda: StreamEncoder(prefilter="blur"), TypeError, "prefilter must be a function"),
+    # the server and the client (nothing was checked until they ran)
+    (lambda: stream.StreamServer(3), TypeError, "source must be an iterable"),
+    (lambda: stream.StreamServer(_SOURCE, port="80"), TypeError, "port must be an integer"),
+    (lambda: stream.StreamServer(_SOURCE, port=70000), ValueError, "port must be in"),
+    (lambda: stream.StreamServer(_SOURCE, host=None), TypeError, "host must be a non-empty string"),
+    (lambda: stream.StreamServer(_SOURCE, fps=float("nan")), ValueError, "fps must be finite"),
+    (lambda: stream.StreamServer(_SOURCE, fps=-1.0), ValueError, "fps must be >= 0"),
+    (lambda: stream.StreamServer(_SOURCE, capture_queue=0), ValueError, "capture_queue must be in"),
+    (lambda: stream.StreamServer(_SOURCE, client_queue=None), TypeError, "client_queue must be an integer"),
+    (lambda: stream.StreamServer(_SOURCE, wait_for_client="yes"), TypeError, "wait_for_client must be a bool"),
+    (lambda: stream.StreamServer(_SOURCE, send_buffer=0), ValueError, "send_buffer must be in"),
+    (lambda: stream.StreamServer(_SOURCE, on_encoded=1), TypeError, "on_encoded must be a function"),
+    (lambda: stream.StreamClient(None), TypeError, "host must be a non-empty string"),
+    (lambda: stream.StreamClient(port=-1), ValueError, "port must be in"),
+    (lambda: stream.StreamClient(frames=0), ValueError, "frames must be in"),
+    (lambda: stream.StreamClient(frames=2.5), TypeError, "frames must be an integer"),
+    (lambda: stream.StreamClient(reconnect_timeout=0), ValueError, "reconnect_timeout must be > 0"),
+    (lambda: stream.StreamClient(keyframe_retry=float("inf")), ValueError, "keyframe_retry must be finite"),
+    (lambda: stream.StreamClient(recv_buffer=-5), ValueError, "recv_buffer must be in"),
+    (lambda: stream.StreamClient(on_frame="print"), TypeError, "on_frame must be a function"),
+    # the source: checked when called, not at its first frame (was a StopIteration or NumPy's message)
+    (lambda: synthetic_source(8, 8, frames=-1), ValueError, "frames must be in"),
+    (lambda: synthetic_source(8, 8, seed=0.5), TypeError, "seed must be an integer"),
+    (lambda: synthetic_source(8, 8, noise=float("nan")), ValueError, "noise must be finite"),
+    (lambda: synthetic_source(8, 8, variants=0), ValueError, "variants must be in"),
+    (lambda: synthetic_source(8, 8, variants=10**6), ValueError, "variants must be in"),
+    (lambda: synthetic_source(True, 8), TypeError, "height must be an integer"),
+    (lambda: synthetic_source(2**20, 2**20), ValueError, "height, width"),
+])
+def test_stream_functions_name_their_bad_arguments(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_a_refused_frame_leaves_the_encoder_as_it_was():
+    enc = StreamEncoder()
+    enc.encode(np.zeros((4, 5), np.uint8))
+    with pytest.raises(TypeError):
+        enc.encode(np.zeros((4, 5), np.float32))
+    assert enc.index == 0
+    assert parse_header(enc.encode(np.zeros((4, 5), np.uint8))).index == 1
+    assert StreamEncoder(keyframe_interval=np.int64(30)).keyframe_interval == 30  # NumPy ints are ints
+
+
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_packet_header_describes_each_kind(encoding):
@@ -251,7 +326,7 @@ def test_packet_header_describes_each_kind(encoding):
     assert h.encoding == stream.ENCODINGS[encoding] and h.version == stream.VERSION
     assert h.payload_length == len(key) - HEADER_SIZE and h.payload_crc == zlib.crc32(key[HEADER_SIZE:])
 
-    delta = delta_packet(encoding, index=42, shape=(6, 7, 3))
+    delta = delta_packet(encoding, index=42, positions=(3, 9, 125), shape=(6, 7, 3))  # in the 126 bytes
     h = parse_header(delta)
     assert (h.kind, h.index, h.shape, h.count, h.frame_bytes) == ("delta", 42, (6, 7, 3), 3, 126)
     assert h.payload_length == len(delta) - HEADER_SIZE and h.payload_crc == zlib.crc32(delta[HEADER_SIZE:])

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _validate
 from .. import codec as _codec
 from ..backends import to_numpy, using
 from ..codec._delta import delta_decode_numpy
@@ -20,8 +21,10 @@ from ._packets import (
     PacketHeader,
     StreamError,
     _check_encoding,
+    _check_shape,
     _inflate,
     _read_varints,
+    check_limit,
     encode_delta,
     encode_keyframe,
     parse_header,
@@ -54,8 +57,9 @@ class StreamDecoder:
     """
 
     def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_payload: int | None = None) -> None:
-        self.max_frame_bytes = int(max_frame_bytes)
-        self.max_payload = 5 * self.max_frame_bytes + 64 if max_payload is None else int(max_payload)
+        self.max_frame_bytes = check_limit(max_frame_bytes, "max_frame_bytes")
+        self.max_payload = (5 * self.max_frame_bytes + 64 if max_payload is None
+                            else check_limit(max_payload, "max_payload"))
         self.reference: np.ndarray | None = None
         self.index: int | None = None
         self.needs_keyframe = True
@@ -154,9 +158,12 @@ class StreamEncoder:
                  prefilter: Callable[[Any], Any] | None = None) -> None:
         self.encoding = encoding
         _check_encoding(encoding)
-        if isinstance(keyframe_interval, bool) or not isinstance(keyframe_interval, int) or keyframe_interval < 1:
+        if isinstance(keyframe_interval, bool) or not isinstance(keyframe_interval, (int, np.integer)) \
+                or keyframe_interval < 1:
             raise ValueError(f"keyframe_interval must be a positive integer, got {keyframe_interval!r}")
-        self.keyframe_interval = keyframe_interval
+        self.keyframe_interval = int(keyframe_interval)
+        if prefilter is not None and not callable(prefilter):
+            raise TypeError(f"prefilter must be a function of a frame or None, got {type(prefilter).__name__}")
         self.delta = _codec.DeltaEncoder(threshold=threshold, backend=backend)
         self.prefilter = prefilter
         self.index = -1
@@ -179,9 +186,11 @@ class StreamEncoder:
         with using(self.backend_name):
             if self.prefilter is not None:
                 frame = self.prefilter(frame)
+            # Checked before the index moves: a refused frame leaves the stream as it was.
+            frame = _validate.image(frame, "frame", min_ndim=1)
+            shape = _check_shape(tuple(frame.shape), "frame shape")
             self.index += 1
             ref = self.delta.reference
-            shape = tuple(frame.shape)
             if (self._keyframe_wanted or ref is None or tuple(ref.shape) != shape
                     or self._since_keyframe + 1 >= self.keyframe_interval):
                 return self._keyframe(frame)

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import to_numpy
+from .. import _validate
+from ..backends import owner_of, to_numpy
 
 MAGIC = b"PCVS"
 
@@ -115,11 +116,28 @@ def _pack(flags: int, encoding: int, index: int, shape: tuple[int, ...], count: 
     return head + struct.pack("<I", zlib.crc32(head)) + payload
 
 
-def _check_shape(shape: Any) -> tuple[int, ...]:
-    shape = tuple(int(s) for s in shape)
-    if not 1 <= len(shape) <= 4 or min(shape) < 1 or max(shape) >= 2**32:
-        raise ValueError(f"frame shape must have 1 to 4 positive dimensions below 2**32, got {shape}")
-    return shape
+def _check_shape(shape: Any, name: str = "shape") -> tuple[int, ...]:
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"{name} must be a tuple of 1 to 4 ints (a frame's shape), got {type(shape).__name__}")
+    if not 1 <= len(shape) <= 4:
+        raise ValueError(f"{name} must have 1 to 4 positive dimensions below 2**32 (a frame's shape), got {tuple(shape)}")
+    return tuple(_validate.integer(s, name, low=1, high=2**32 - 1) for s in shape)
+
+
+def check_limit(value: Any, name: str) -> int:
+    """A byte limit of the decoder: a positive integer (``max_frame_bytes``, ``max_payload``)."""
+    return _validate.integer(value, name, low=1)
+
+
+def _entries(value: Any, name: str, count: int) -> np.ndarray:
+    """The first ``count`` entries of a 1-D integer array of any backend, on the host."""
+    if owner_of(value) is None:
+        raise TypeError(f"{name} must be a 1-D integer array (NumPy, CuPy or JAX), got {type(value).__name__}")
+    if len(value.shape) != 1 or not np.issubdtype(np.dtype(value.dtype), np.integer):
+        raise TypeError(f"{name} must be a 1-D integer array, got shape {tuple(value.shape)} dtype {value.dtype}")
+    if value.shape[0] < count:
+        raise ValueError(f"count is {count} but {name} holds {value.shape[0]} entries")
+    return np.asarray(to_numpy(value[:count]))
 
 
 def _check_encoding(encoding: str) -> int:
@@ -145,10 +163,12 @@ def encode_keyframe(frame: Any, index: int, *, encoding: str = "compact") -> byt
     >>> len(packet) - HEADER_SIZE, StreamDecoder().decode(packet)[0]
     (6, 7)
     """
-    frame = np.ascontiguousarray(to_numpy(frame))
-    if frame.dtype != np.uint8:
+    if owner_of(frame) is None:
+        frame = _validate.image(frame, "frame", min_ndim=1)  # lists: named errors (ragged, dtype)
+    if np.dtype(frame.dtype) != np.uint8:
         raise TypeError(f"frame must have dtype uint8, got {frame.dtype}")
-    shape = _check_shape(frame.shape)
+    shape = _check_shape(tuple(frame.shape), "frame shape")
+    frame = np.ascontiguousarray(to_numpy(frame))
     code = _check_encoding(encoding)
     data = frame.tobytes()
     payload = zlib.compress(data, 1) if code == ENCODINGS["compact+zlib"] else data
@@ -224,11 +244,16 @@ def encode_delta(shape: Any, index: int, count: int, diffs: Any, positions: Any,
     """
     shape = _check_shape(shape)
     code = _check_encoding(encoding)
-    count = int(count)
-    d = np.ascontiguousarray(to_numpy(diffs)[:count], dtype=np.int8)
-    p = np.asarray(to_numpy(positions)[:count]).astype(np.int64)
-    if d.size != count or p.size != count:
-        raise ValueError(f"count is {count} but diffs / positions hold {d.size} / {p.size} entries")
+    if math.prod(shape) > 2**32:  # positions travel as 32-bit integers
+        raise ValueError(f"shape {shape} has more than 2**32 bytes; a delta packet addresses at most 2**32")
+    count = _validate.integer(count, "count", low=0, high=math.prod(shape))
+    d = _entries(diffs, "diffs", count)
+    if d.dtype not in (np.int8, np.uint8):  # the coder's bytes; wider values would be cut to 8 bits
+        raise TypeError(f"diffs must be int8 (the delta coder's bytes; uint8 also), got dtype {d.dtype}")
+    d = np.ascontiguousarray(d.view(np.int8))
+    p = _entries(positions, "positions", count).astype(np.int64)
+    if count and (p.min() < 0 or p.max() >= math.prod(shape) or (np.diff(p) <= 0).any()):
+        raise ValueError(f"positions[:count] must ascend strictly in [0, {math.prod(shape)}) (the frame's bytes)")
     if code == ENCODINGS["raw"]:
         payload = p.astype("<u4").tobytes() + d.tobytes()
     else:
@@ -260,7 +285,10 @@ def parse_header(data: bytes, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ...     print(exc)
     bad magic b'GIF8' (not a portcv stream)
     """
-    max_payload = 5 * max_frame_bytes + 64 if max_payload is None else max_payload
+    max_frame_bytes = check_limit(max_frame_bytes, "max_frame_bytes")
+    max_payload = 5 * max_frame_bytes + 64 if max_payload is None else check_limit(max_payload, "max_payload")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
     if len(data) < HEADER_SIZE:
         raise StreamError("truncated", f"truncated header: {len(data)} of {HEADER_SIZE} bytes")
     fields = _HEADER.unpack_from(data)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from .. import _validate
 from .. import codec as _codec
 from ._codec import StreamDecoder, StreamEncoder
 from ._packets import (
@@ -27,13 +28,24 @@ from ._packets import (
 )
 
 
+def _positive(value: Any, name: str, *, zero: bool = False) -> float:
+    """A finite real number > 0 (``zero``: >= 0)."""
+    number = _validate.real(value, name, positive=not zero)
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0, got {number}")
+    return number
+
+
 def synthetic_source(height: int = 480, width: int = 640, *, frames: int | None = None, seed: int = 0,
                      noise: float = 4.0, variants: int = 8) -> Iterator[np.ndarray]:
     """Generated RGB video for streaming: a static scene with sensor noise and a moving square.
 
     ``variants`` noisy copies of :func:`portcv.data.synthetic_rgb`'s scene (Gaussian noise of
     standard deviation ``noise``) are made once and cycled, so frames come fast even at 1080p;
-    a square of a third of the height moves across it. ``frames=None`` never ends.
+    a square of a third of the height moves across it. ``frames=None`` never ends. The arguments
+    are checked when it is called, not at the first frame: ``height``, ``width`` positive ints
+    (one frame at most 2**31 - 1 bytes), ``frames`` None or an int >= 0, ``seed`` an int >= 0,
+    ``noise`` a finite real >= 0, ``variants`` an int in [1, 64] (each is a frame kept in memory).
 
     Examples
     --------
@@ -41,12 +53,25 @@ def synthetic_source(height: int = 480, width: int = 640, *, frames: int | None 
     >>> len(frames), frames[0].shape, frames[0].dtype
     (3, (24, 32, 3), dtype('uint8'))
     """
+    height = _validate.integer(height, "height", low=1)
+    width = _validate.integer(width, "width", low=1)
+    if 3 * height * width > _validate.MAX_ELEMENTS:
+        raise ValueError(f"height, width: a {height}x{width} RGB frame has more than {_validate.MAX_ELEMENTS} bytes")
+    frames = None if frames is None else _validate.integer(frames, "frames", low=0)
+    seed = _validate.integer(seed, "seed", low=0)
+    noise = _positive(noise, "noise", zero=True)
+    variants = _validate.integer(variants, "variants", low=1, high=64)
+    return _synthetic_frames(height, width, frames, seed, noise, variants)
+
+
+def _synthetic_frames(height: int, width: int, frames: int | None, seed: int, noise: float,
+                      variants: int) -> Iterator[np.ndarray]:
     from ..data import synthetic_rgb
 
     rng = np.random.default_rng(seed)
     scene = synthetic_rgb(height, width, seed=seed).astype(np.float32)
     bank = [np.clip(np.rint(scene + np.float32(noise) * rng.standard_normal(scene.shape, np.float32)), 0, 255)
-            .astype(np.uint8) for _ in range(max(1, variants))]
+            .astype(np.uint8) for _ in range(variants)]
     side = max(1, height // 3)
     colour = np.array([230, 60, 40], np.uint8)
     t = 0
@@ -125,6 +150,22 @@ class _Client:
         self.queue.put_nowait(packet)
 
 
+def _address(host: Any, port: Any) -> tuple[str, int]:
+    if not isinstance(host, str) or not host:
+        raise TypeError(f"host must be a non-empty string (a name or an IP address), got {host!r}")
+    return host, _validate.integer(port, "port", low=0, high=65535)
+
+
+def _callback(value: Any, name: str) -> Any:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be a function or None, got {type(value).__name__}")
+    return value
+
+
+def _size_or_none(value: Any, name: str) -> int | None:
+    return None if value is None else _validate.integer(value, name, low=1)
+
+
 class StreamServer:
     """Serve a frame source to any number of TCP clients (asyncio, 127.0.0.1 by default).
 
@@ -166,18 +207,20 @@ class StreamServer:
                  client_queue: int = 8, wait_for_client: bool = True, send_buffer: int | None = None,
                  on_encoded: Callable[[int, np.ndarray], None] | None = None,
                  log: Callable[[str], None] | None = None, stats_every: float = 2.0) -> None:
+        if not hasattr(source, "__iter__"):
+            raise TypeError(f"source must be an iterable of frames, got {type(source).__name__}")
         self.source = source
-        self.host, self.port = host, port
+        self.host, self.port = _address(host, port)
         self.encoder = StreamEncoder(threshold=threshold, encoding=encoding, keyframe_interval=keyframe_interval,
                                      backend=backend, prefilter=prefilter)
-        self.fps = float(fps)
-        self.capture_queue_size = capture_queue
-        self.client_queue_size = client_queue
-        self.wait_for_client = wait_for_client
-        self.send_buffer = send_buffer
-        self.on_encoded = on_encoded
-        self.log = log or (lambda msg: None)
-        self.stats_every = stats_every
+        self.fps = _positive(fps, "fps", zero=True)
+        self.capture_queue_size = _validate.integer(capture_queue, "capture_queue", low=1)
+        self.client_queue_size = _validate.integer(client_queue, "client_queue", low=1)
+        self.wait_for_client = _validate.boolean(wait_for_client, "wait_for_client")
+        self.send_buffer = _size_or_none(send_buffer, "send_buffer")
+        self.on_encoded = _callback(on_encoded, "on_encoded")
+        self.log = _callback(log, "log") or (lambda msg: None)
+        self.stats_every = _positive(stats_every, "stats_every", zero=True)  # 0: no statistics lines
         self.stats = StreamStats()
         self.clients: dict[int, _Client] = {}
         self.max_client_queue = 0
@@ -396,15 +439,15 @@ class StreamClient:
                  frames: int | None = None, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
                  reconnect_timeout: float = 5.0, keyframe_retry: float = 0.5, recv_buffer: int | None = None,
                  log: Callable[[str], None] | None = None, stats_every: float = 2.0) -> None:
-        self.host, self.port = host, port
-        self.recv_buffer = recv_buffer
-        self.on_frame = on_frame
-        self.frames = frames
+        self.host, self.port = _address(host, port)
+        self.recv_buffer = _size_or_none(recv_buffer, "recv_buffer")
+        self.on_frame = _callback(on_frame, "on_frame")
+        self.frames = _size_or_none(frames, "frames")
         self.decoder = StreamDecoder(max_frame_bytes=max_frame_bytes)
-        self.reconnect_timeout = reconnect_timeout
-        self.keyframe_retry = keyframe_retry
-        self.log = log or (lambda msg: None)
-        self.stats_every = stats_every
+        self.reconnect_timeout = _positive(reconnect_timeout, "reconnect_timeout")
+        self.keyframe_retry = _positive(keyframe_retry, "keyframe_retry")
+        self.log = _callback(log, "log") or (lambda msg: None)
+        self.stats_every = _positive(stats_every, "stats_every", zero=True)  # 0: no statistics lines
         self.stats = StreamStats()
         self.errors: dict[str, int] = {}
         self.keyframe_requests = 0

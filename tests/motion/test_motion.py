@@ -342,6 +342,12 @@ CELLS = np.zeros((2, 2), bool)
         (lambda: motion.detect_motion(np.zeros((2, 12, 16, 4), np.uint8), t_low=1, t_high=2), ValueError, "video must be"),
         (lambda: motion.detect_motion(np.zeros((2, 12, 16), np.uint8), t_low=1, t_high=2, grid=(20, 2)), ValueError, "grid"),
         (lambda: motion.MotionDetector(t_low=1, t_high=2, gamma=float("inf")), ValueError, "gamma"),
+        # the edge detector's parameters, at construction (they failed only at the first frame)
+        (lambda: motion.MotionDetector(t_low=float("nan"), t_high=2), ValueError, "t_low must be finite"),
+        (lambda: motion.MotionDetector(t_low=1, t_high="2"), TypeError, "t_high must be a real number"),
+        (lambda: motion.MotionDetector(t_low=1, t_high=2, alpha=-1), ValueError, "alpha must be in"),
+        (lambda: motion.MotionDetector(t_low=1, t_high=2, ksize=4), ValueError, "ksize must be odd"),
+        (lambda: motion.MotionDetector(t_low=1, t_high=2, sigma=-1.0), ValueError, "sigma must be >= 0"),
         (lambda: motion.MotionDetector(t_low=1, t_high=2, beta=-3), ValueError, "beta"),
         (lambda: motion.MotionDetector(t_low=1, t_high=2, variant="x"), ValueError, "variant"),
         (lambda: motion.MotionDetector(t_low=1, t_high=2).update(np.zeros((2, 12, 16), np.uint8)), ValueError, "frame must be"),

@@ -115,6 +115,14 @@ def test_writer_abandons_the_file_on_an_exception(tmp_path, clip):
     (lambda: portcv.data.synthetic_rgb(seed="0"), TypeError, "seed must be an integer"),
     (lambda: portcv.data.synthetic_rgb(10**12, 64), ValueError, "at most 2147483647"),
     (lambda: portcv.data.moving_shapes(10**12, 48, 64), ValueError, "at most 2147483647"),
+    # PyAV's OverflowError mid-write before; the file's folder is not touched
+    (lambda: portcv.video.VideoWriter("/nonexistent/x.mp4", fps=1e12), ValueError, "fps must be <= 1000000.0"),
+    (lambda: portcv.video.VideoWriter("/nonexistent/x.mp4", codec=264), TypeError, "codec must be an FFmpeg encoder"),
+    (lambda: portcv.video.run_motion([], backend="numpy", detector={"t_low": 1, "t_high": 2}, warmup="no"),
+     TypeError, "warmup must be a bool"),
+    (lambda: portcv.video.run_motion([], backend="numpy", detector=None), TypeError, "detector must be a dict"),
+    (lambda: portcv.video.run_motion([], backend="numpy", detector={"t_low": 1, "t_high": 2}, on_result=3),
+     TypeError, "on_result must be a function"),
 ])
 def test_bad_arguments_get_clear_errors(call, error, message):
     with pytest.raises(error, match=message):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, NamedTuple
 
+import numpy as np
+
 from .. import _validate, backends
 from ..backends import backend
 from ._steps import (
@@ -106,6 +108,14 @@ class MotionDetector:
             raise ValueError(f"gamma must be >= 0, got {self.gamma}")
         self.alpha, self.ksize, self.sigma = alpha, ksize, sigma
         self.variant = _variant(variant)
+        # The edge detector's own checks, now rather than at the first frame: a one-pixel frame
+        # on the host (no compilation; one source of truth for what those parameters accept).
+        from .. import edges
+        from ..backends import using
+
+        with using("numpy"):
+            edges.detect(np.zeros((1, 1), np.uint8), t_low, t_high, alpha=alpha, ksize=ksize, sigma=sigma,
+                         variant=self.variant)
         self._previous: Any = None
         self._shape: tuple | None = None
 

@@ -95,6 +95,10 @@ def read_video(path: Any, *, frames: int | None = None) -> np.ndarray:
     return np.stack(list(iter_frames(path, frames=frames)))
 
 
+#: The largest frame rate a file is written with (frames per second).
+MAX_FPS = 1e6
+
+
 def video_fps(path: Any, default: float = 30.0) -> float:
     """The frame rate stored in a video file's metadata, or ``default``."""
     iio = _imageio()
@@ -128,7 +132,10 @@ class VideoWriter:
 
     def __init__(self, path: Any, *, fps: float = 30.0, codec: str | None = None) -> None:
         self.path = Path(path)
-        self.fps = _validate.real(fps, "fps", positive=True)
+        # PyAV keeps the rate as a fraction of C longs: past about 1e11 it overflows mid-write.
+        self.fps = _validate.real(fps, "fps", positive=True, high=MAX_FPS)
+        if codec is not None and (not isinstance(codec, str) or not codec):
+            raise TypeError(f"codec must be an FFmpeg encoder name or None, got {codec!r}")
         self.codec = codec
         self.count = 0
         self._shape: tuple | None = None
@@ -200,7 +207,7 @@ def write_video(path: Any, frames: Iterable[Any], *, fps: float = 30.0, codec: s
     frames : iterable of (H, W, 3) or (H, W) uint8 arrays
         RGB or gray frames of one size, any backend (moved to the host one by one).
     fps : float
-        Frame rate stored in the file (> 0).
+        Frame rate stored in the file (> 0, at most 1e6).
     codec : str, optional
         An FFmpeg encoder name. Default: ``libx264`` for even frame sizes, else ``mpeg4``.
 

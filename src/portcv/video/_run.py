@@ -9,6 +9,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from .. import _validate
+
 
 def fps_statistics(seconds: Iterable[float]) -> dict[str, float]:
     """Del Vecchio et al.'s Table VII statistics of per-frame-pair processing times.
@@ -91,6 +93,11 @@ def run_motion(
 
     from ..motion import MotionDetector
 
+    if not isinstance(detector, dict):
+        raise TypeError(f"detector must be a dict of MotionDetector's keyword arguments, got {type(detector).__name__}")
+    if on_result is not None and not callable(on_result):
+        raise TypeError(f"on_result must be a function or None, got {type(on_result).__name__}")
+    warmup = _validate.boolean(warmup, "warmup")
     b = portcv.backends.get(backend)
     times: list[float] = []
     with portcv.using(b.name):

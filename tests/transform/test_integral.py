@@ -112,6 +112,7 @@ GRAY = np.zeros((6, 7), np.uint8)
         (lambda: transform.integral(GRAY, dtype="float64"), ValueError, "dtype"),
         (lambda: transform.integral(GRAY, dtype="int16"), ValueError, "dtype"),
         (lambda: transform.integral(GRAY, squared=1), TypeError, "squared"),
+        (lambda: transform.integral(GRAY, squared="yes"), TypeError, "squared must be a bool"),
         (lambda: transform.integral(GRAY, channel_axis=0), ValueError, "channel_axis"),
         (lambda: transform.integral(GRAY, channel_axis=-1), ValueError, "channel_axis"),
         (lambda: transform.integral("image"), TypeError, "image must be an array"),
@@ -120,3 +121,10 @@ GRAY = np.zeros((6, 7), np.uint8)
 def test_integral_rejects_bad_input(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+def test_integral_takes_numpy_bools():
+    """The bool flags of every domain go through one check (_validate.boolean): NumPy's bools are bools."""
+    img = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    for flag in (True, False):
+        assert_same_bits(transform.integral(img, squared=flag), transform.integral(img, squared=np.bool_(flag)))

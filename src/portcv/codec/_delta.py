@@ -313,8 +313,7 @@ def delta_decode(reference: Any, diffs: Any, positions: Any, count: Any, *, chec
         raise ValueError(f"diffs and positions must have the same length, got {diffs.shape[0]} and {positions.shape[0]}")
     count = _validate.count(count)
     capacity = diffs.shape[0]
-    if not isinstance(check, (bool, np.bool_)):
-        raise TypeError(f"check must be a bool, got {type(check).__name__}")
+    check = _validate.boolean(check, "check")
     if check:
         k = int(to_numpy(count)) if not isinstance(count, int) else count
         if not 0 <= k <= capacity:

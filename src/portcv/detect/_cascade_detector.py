@@ -127,8 +127,7 @@ class CascadeDetector:
         c = self.cascade
         sf, mn, mins, maxs, split = check_params(scale_factor, min_neighbors, min_size, max_size, split_stage,
                                                  c.n_stages)
-        if not isinstance(raw, bool):
-            raise TypeError(f"raw must be a bool, got {type(raw).__name__}")
+        raw = _validate.boolean(raw, "raw")
         img = _validate.image(image)
         gray, batched = to_gray(img, channel_axis)
         if batched:

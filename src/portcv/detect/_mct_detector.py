@@ -500,8 +500,7 @@ class MCTDetector:
             split = None
         else:
             split = _validate.integer(split_stage, "split_stage", low=0, high=c.n_stages)
-        if not isinstance(raw, bool):
-            raise TypeError(f"raw must be a bool, got {type(raw).__name__}")
+        raw = _validate.boolean(raw, "raw")
         devs = self._check_devices(devices)
         img = _validate.image(image)
         gray, batched = to_gray(img, channel_axis)

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from .. import _validate
 from ..backends import backend as active_backend
 from ..backends import owner_of
 
@@ -229,8 +230,7 @@ def detect_video(detector: Any, frames: Any, *, streams: bool = True, **detect_k
     if not isinstance(detector, (CascadeDetector, MCTDetector)):
         raise TypeError(f"detector must be a portcv.detect.CascadeDetector or MCTDetector, got {type(detector).__name__}")
     keywords = MCT_DETECT_KEYWORDS if isinstance(detector, MCTDetector) else DETECT_KEYWORDS
-    if not isinstance(streams, bool):
-        raise TypeError(f"streams must be a bool, got {type(streams).__name__}")
+    streams = _validate.boolean(streams, "streams")
     unknown = sorted(set(detect_kwargs) - set(keywords))
     if unknown:
         raise TypeError(f"detect_video got unknown keyword argument(s) {unknown}; "

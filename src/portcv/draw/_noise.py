@@ -141,8 +141,7 @@ def noise_map_from_positions(image: Any, positions: Any, count: Any, *, check: b
     if len(positions.shape) != 1 or not np.issubdtype(np.dtype(positions.dtype), np.integer):
         raise TypeError(f"positions must be a 1-D integer array, got shape {tuple(positions.shape)} dtype {positions.dtype}")
     count = _validate.count(count)
-    if not isinstance(check, (bool, np.bool_)):
-        raise TypeError(f"check must be a bool, got {type(check).__name__}")
+    check = _validate.boolean(check, "check")
     if check:
         k = count if isinstance(count, int) else int(to_numpy(count))
         capacity = positions.shape[0]

@@ -139,8 +139,7 @@ def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient
     ksize = _validate.integer(ksize, "ksize")
     if ksize not in CANNY_KSIZES:
         raise ValueError(f"ksize must be one of {CANNY_KSIZES}, got {ksize}")
-    if not isinstance(l2gradient, (bool, np.bool_)):
-        raise TypeError(f"l2gradient must be a bool, got {type(l2gradient).__name__}")
+    l2gradient = _validate.boolean(l2gradient, "l2gradient")
     l2 = bool(l2gradient)
     if t_low > t_high:
         t_low, t_high = t_high, t_low

@@ -223,8 +223,7 @@ def integral(image: Any, *, squared: bool = False, dtype: str = "int32", channel
     30
     """
     img = _validate.image(image)
-    if not isinstance(squared, bool):
-        raise TypeError(f"squared must be a bool, got {type(squared).__name__}")
+    squared = _validate.boolean(squared, "squared")
     dtype = _validate.choice(dtype, "dtype", SUM_DTYPES)
     has_channels = _validate.has_channels(img, channel_axis)
     height, width, _ = _plane_shape(img, has_channels)

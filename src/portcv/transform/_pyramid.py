@@ -121,8 +121,7 @@ def pyramid(
         raise ValueError(f"scale must be > 1, got {scale}")
     window = _validate.kernel_size(min_size, "min_size", odd=False, low=1, high=_validate.MAX_ELEMENTS)
     interpolation = _validate.choice(interpolation, "interpolation", INTERPOLATIONS)
-    if not isinstance(return_scales, bool):
-        raise TypeError(f"return_scales must be a bool, got {type(return_scales).__name__}")
+    return_scales = _validate.boolean(return_scales, "return_scales")
     has_channels = _validate.has_channels(img, channel_axis)
     height, width, _ = _plane_shape(img, has_channels)
     axis = -1 if has_channels else None

@@ -456,8 +456,7 @@ def zoom(
     """
     order = _check_order(order)
     _validate.choice(border, "border", SPLINE_BORDERS)
-    if not isinstance(prefilter, (bool, np.bool_)):
-        raise TypeError(f"prefilter must be a bool, got {type(prefilter).__name__}")
+    prefilter = _validate.boolean(prefilter, "prefilter")
     if prefilter:
         img = _validate.image(image)
     else:

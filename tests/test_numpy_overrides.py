@@ -208,6 +208,13 @@ def _face_cascade_detector(name: str = "haarcascade_frontalface_default.xml") ->
     return portcv.detect.CascadeDetector(portcv.detect.load_cascade(name).truncated(3))
 
 
+def _component_labels() -> object:
+    from portcv.detect._cascade import component_labels_kernel
+
+    near = _RNG.random((40, 40)) < 0.04
+    return component_labels_kernel(near | near.T)
+
+
 def _sent(encoded: tuple) -> tuple:
     count, diffs, positions, _ = encoded
     return diffs, positions, count
@@ -221,7 +228,8 @@ def _propagate_scene() -> tuple:
 
 
 #: kernel -> calls of public functions that reach its NumPy override's fast paths (with the
-#: bands, blocks and checks shrunk by the ``small_host_blocks`` fixture), on images of noise.
+#: bands, blocks and checks shrunk by the ``small_host_blocks`` fixture), on images of noise; the
+#: kernel itself where only a non-host backend's schedule reaches the NumPy override.
 _RNG = np.random.default_rng(53)
 _GRAY = _RNG.integers(0, 256, (23, 29), dtype=np.uint8)
 _RGB = _RNG.integers(0, 256, (17, 19, 3), dtype=np.uint8)
@@ -235,6 +243,7 @@ OVERRIDE_DRIVERS = {
     "cascade_candidates": lambda: _face_cascade_detector().detect(_RNG.integers(0, 256, (48, 56), dtype=np.uint8),
                                                                  min_neighbors=0, scale_factor=1.25, split_stage=1),
     "cascade_compact": lambda: OVERRIDE_DRIVERS["cascade_candidates"](),
+    "cascade_component_labels": lambda: _component_labels(),  # the device grouping's (CuPy's schedule)
     "cascade_evaluate": lambda: _face_cascade_detector("haarcascade_frontalface_alt2.xml").detect(  # trees
         _RNG.integers(0, 256, (48, 56), dtype=np.uint8), min_neighbors=0, scale_factor=1.25),
     "cascade_evaluate_plan": lambda: OVERRIDE_DRIVERS["cascade_candidates"](),

@@ -235,11 +235,12 @@ def taps2d(value: Any, name: str, *, max_size: int = 31) -> tuple[tuple[int, ...
     return tuple(tuple(int(v) for v in row) for row in arr)
 
 
-def real_array(value: Any, name: str) -> np.ndarray:
+def real_array(value: Any, name: str, *, max_size: int = MAX_ELEMENTS) -> np.ndarray:
     """A parameter array of real numbers (camera matrices, kernels to quantize), read on the host
     from any backend's array, a NumPy array or nested lists, as float64. Complex values (whose
     imaginary part a float conversion drops), bools, strings and objects are refused; so are
-    ragged lists. Shape and finiteness are the caller's to check."""
+    ragged lists, and more than ``max_size`` values (checked before the float64 copy). Shape and
+    finiteness are the caller's to check."""
     if owner_of(value) is not None and not isinstance(value, np.ndarray):
         from .backends import to_numpy
 
@@ -252,6 +253,8 @@ def real_array(value: Any, name: str) -> np.ndarray:
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}"
                         + (f" ({type(value).__name__})" if arr.dtype == object else ""))
+    if arr.size > max_size:
+        raise ValueError(f"{name} has {arr.size} values (shape {arr.shape}); at most {max_size} are expected")
     return arr.astype(np.float64)
 
 

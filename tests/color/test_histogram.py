@@ -401,6 +401,7 @@ HIST = np.zeros(256, np.int64)
         (lambda: color.threshold_two_peaks(HIST.astype(np.float64)), TypeError, "hist must hold integer"),
         (lambda: color.threshold_two_peaks(np.full(256, np.nan)), TypeError, "hist must hold integer"),
         (lambda: color.threshold_two_peaks(HIST.astype(bool)), TypeError, "hist must hold integer"),
+        (lambda: color.threshold_two_peaks([[1] * 256, [1] * 255]), ValueError, "hist must be a rectangular array"),
         (lambda: color.threshold_two_peaks(HIST[:255]), ValueError, "hist must have 256 bins"),
         (lambda: color.threshold_two_peaks(np.int64(3)), TypeError, "hist must be an array"),
         (lambda: color.threshold_two_peaks(np.zeros((0, 256), np.int64)), ValueError, "hist must not be empty"),

@@ -240,6 +240,8 @@ _SHEAR = np.array([[1.0, 0.5, 0], [0, 1, 0], [0, 0, 1]])
     (_K, _K, None, np.zeros(3), TypeError, r"R must hold real numbers, got dtype object"),
     (_K, _K, [[1, 0, 0], [0, 1], [0, 0, 1]], np.zeros(3), ValueError, r"R must be a rectangular array"),
     (_K, _K, np.eye(3), [0, np.inf, 0], ValueError, r"t must be finite"),
+    (np.broadcast_to(1.0, (2**16, 2**16)), _K, np.eye(3), np.zeros(3), ValueError,
+     r"K_src has 4294967296 values .* at most 9"),  # a 32 GiB float64 copy before the shape check
 ])
 def test_degenerate_geometry_is_refused(K_src, K_dst, R, t, error, match):
     """Each of these returned a result before (all unknown, every depth doubled, a mirror image,

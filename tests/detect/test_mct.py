@@ -849,6 +849,26 @@ def test_training_argument_errors() -> None:
         train_mct_cascade(faces, neg, stage_positions=(2, 3), stage_hit_rate=(0.9, 0.9, 0.9))
     with pytest.raises(ValueError, match="stage_hit_rate"):
         train_mct_cascade(faces, neg, stage_hit_rate=1.5)
+    with pytest.raises(TypeError, match="positives must be a .* NumPy array, got list"):
+        train_mct_cascade([faces[0], faces[1, :3]], neg)  # ragged: NumPy's message before
+
+
+def test_cascade_arrays_and_rectangles_name_their_bad_arguments() -> None:
+    c = MCTDetector.default().cascade
+    fields = dict(positions=c.positions, lut=c.lut, stage_end=c.stage_end, threshold=c.threshold, window=c.window)
+    for name in ("positions", "lut", "stage_end", "threshold"):
+        with pytest.raises(ValueError, match=f"{name} must be a rectangular array"):
+            MCTCascade(**{**fields, name: [[1, 2], [3]]})
+    with pytest.raises(ValueError, match="window must hold two integers"):
+        MCTCascade(**{**fields, "window": (24.5, 24)})  # was truncated to 24
+    with pytest.raises(ValueError, match="rects must be an .* ragged"):
+        portcv.detect.group_rectangles([[1, 2, 3, 4], [1, 2]], 1)
+    with pytest.raises(ValueError, match=r"rects must be an \(N, 4\) array"):
+        portcv.detect.group_rectangles(np.zeros((3, 0), np.int32), 1)  # three rectangles without coordinates
+    assert portcv.detect.group_rectangles([], 1)[0].shape == (0, 4)
+    with pytest.raises(TypeError, match="raw must be a bool"):
+        MCTDetector.default().detect(np.zeros((30, 30), np.uint8), raw=1)
+    assert MCTDetector.default().detect(np.zeros((30, 30), np.uint8), raw=np.bool_(True))[0].shape[1] == 4
 
 
 # --------------------------------------------------------------------------------------------

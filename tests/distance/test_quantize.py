@@ -68,6 +68,8 @@ X = np.array([[0.1, 0.2]], np.float32)
     (lambda: distance.quantize_features(X.astype(np.float16), 1), TypeError, "x must have dtype float32 or float64"),
     (lambda: distance.quantize_features([0.5], 1), TypeError, "x must be an array"),
     (lambda: distance.quantize_features(X[:, :0], 1), ValueError, "x must not be empty"),
+    (lambda: distance.quantize_features(np.broadcast_to(np.float32(0.5), (2**16, 2**16)), 1), ValueError,
+     "x has 4294967296 elements; at most"),  # tried a 32 GiB float64 copy
     (lambda: distance.quantize_features(X, 0), ValueError, "scale must be > 0"),
     (lambda: distance.quantize_features(X, -2.0), ValueError, "scale must be > 0"),
     (lambda: distance.quantize_features(X, float("nan")), ValueError, "scale must be finite"),

@@ -127,6 +127,8 @@ def test_quantize_kernel_refuses_bad_input():
         volume.quantize_kernel("box")
     with pytest.raises(ValueError, match="kernel must be a rectangular array"):
         volume.quantize_kernel([[[1.0, 2.0], [1.0]]])
+    with pytest.raises(ValueError, match="kernel has 12884901888 values"):
+        volume.quantize_kernel(np.broadcast_to(1.0, (3, 2**16, 2**16)))  # a 96 GiB float64 copy before
 
 
 def test_gabor_bank_is_zero_mean_theta_major_and_refuses_bad_input():
@@ -153,3 +155,7 @@ def test_gabor_bank_is_zero_mean_theta_major_and_refuses_bad_input():
         volume.gabor_kernel3d(5, 1.0, 5.0, zero_mean=0)
     with pytest.raises(ValueError, match="speed must be a number or a non-empty sequence"):
         volume.gabor_kernel3d(5, 1.0, 5.0, speed=[])
+    with pytest.raises(ValueError, match="sigma must be <= 1000000.0"):
+        volume.gabor_kernel3d(5, 1e300, 5.0)  # an OverflowError of sigma**2 before
+    with pytest.raises(ValueError, match="sigma_time must be >= 1e-06"):
+        volume.gabor_kernel3d(5, 1.0, 5.0, sigma_time=1e-200)  # 0 / 0 in the envelope: NaN taps

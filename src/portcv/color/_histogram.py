@@ -570,7 +570,10 @@ def _histogram_argument(hist: Any) -> Any:
     """Check a ``(..., 256)`` integer histogram argument and move it to the active backend."""
     if owner_of(hist) is None:
         if isinstance(hist, (list, tuple)):
-            hist = np.asarray(hist)
+            try:
+                hist = np.asarray(hist)
+            except ValueError:  # NumPy's "inhomogeneous shape" message names no argument
+                raise ValueError(f"hist must be a rectangular array; got a ragged nested {type(hist).__name__}") from None
         else:
             raise TypeError(f"hist must be an array (NumPy, CuPy or JAX), got {type(hist).__name__}")
     dtype = np.dtype(hist.dtype)

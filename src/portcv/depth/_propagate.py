@@ -168,7 +168,8 @@ ROTATION_TOLERANCE = 1e-6
 
 def _matrix(value: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
     """A finite float64 array of ``shape`` read on the host (it is a parameter, not image data)."""
-    arr = _validate.real_array(value, name)  # complex, bool, objects and ragged lists refused
+    # complex, bool, objects, ragged lists and (before any copy) huge arrays refused
+    arr = _validate.real_array(value, name, max_size=math.prod(shape))
     if arr.shape != shape:
         if arr.size == math.prod(shape) and len(shape) == 1:
             arr = arr.reshape(shape)

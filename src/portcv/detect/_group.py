@@ -130,8 +130,12 @@ def group_rectangles(rects: Any, min_neighbors: int, *, eps: float = GROUP_EPS) 
     """
     if owner_of(rects) is not None and not isinstance(rects, np.ndarray):
         rects = to_numpy(rects)
-    r = np.asarray(rects)
-    if r.size == 0:
+    try:
+        r = np.asarray(rects)
+    except ValueError:  # NumPy's "inhomogeneous shape" message names no argument
+        raise ValueError(f"rects must be an (N, 4) array of [x, y, w, h], got a ragged nested "
+                         f"{type(rects).__name__}") from None
+    if r.size == 0 and (r.ndim == 1 or r.shape[0] == 0):  # no rectangles: [], (0,) or (0, 4)
         r = r.reshape(0, 4)
     if r.ndim != 2 or r.shape[1] != 4:
         raise ValueError(f"rects must be an (N, 4) array of [x, y, w, h], got shape {r.shape}")

@@ -101,16 +101,18 @@ def _check_arrays(positions: Any, lut: Any, stage_end: Any, threshold: Any, wind
 
     if not (isinstance(window, (tuple, list, np.ndarray)) and len(window) == 2):
         fail(f"window must be a (width, height) pair, got {window!r}")
-    try:
-        ww, wh = (int(v) for v in window)
-    except (TypeError, ValueError):
-        fail(f"window must hold two integers, got {window!r}")
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in window):
+        fail(f"window must hold two integers, got {window!r}")  # 24.5 was truncated to 24
+    ww, wh = (int(v) for v in window)
     if not (3 <= ww <= 256 and 3 <= wh <= 256):
         fail(f"window must be between 3x3 and 256x256, got {ww}x{wh}")
     arrays = {}
     for name, value, dtype, ndim in (("positions", positions, np.int16, 2), ("lut", lut, np.int16, 2),
                                      ("stage_end", stage_end, np.int32, 1), ("threshold", threshold, np.int32, 1)):
-        a = np.asarray(value)
+        try:
+            a = np.asarray(value)
+        except ValueError:  # NumPy's "inhomogeneous shape" message names no argument
+            fail(f"{name} must be a rectangular array, got a ragged nested {type(value).__name__}")
         if a.dtype != dtype:
             fail(f"{name} must be {np.dtype(dtype).name}, got {a.dtype}")
         if a.ndim != ndim:

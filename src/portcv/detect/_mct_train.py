@@ -322,8 +322,10 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
         raise ValueError(f"window must be a (width, height) pair, got {window!r}")
     W = _validate.integer(window[0], "window", low=3, high=256)
     H = _validate.integer(window[1], "window", low=3, high=256)
-    pos = np.asarray(positives)
-    if isinstance(positives, np.ndarray) and pos.shape[1:] != (H, W):
+    if not isinstance(positives, np.ndarray):  # lists (ragged ones too) are refused by name
+        raise TypeError(f"positives must be a (N, {H}, {W}) uint8 NumPy array, got {type(positives).__name__}")
+    pos = positives
+    if pos.shape[1:] != (H, W):
         _validate.gray(pos, "positives", "auto", batches=False)  # colour faces: the conversion hint
     if not isinstance(positives, np.ndarray) or pos.dtype != np.uint8 or pos.ndim != 3 or pos.shape[1:] != (H, W):
         raise ValueError(f"positives must be a (N, {H}, {W}) uint8 NumPy array, got "

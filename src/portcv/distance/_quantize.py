@@ -7,6 +7,7 @@ integers. Values that do not fit the target dtype, NaN and infinity are refused,
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,8 @@ def quantize_features(x: Any, scale: float, *, dtype: str = "uint8") -> Any:
         raise TypeError(f"x must have dtype float32 or float64, got {kind}{what}")
     if 0 in tuple(x.shape):
         raise ValueError(f"x must not be empty, got shape {tuple(x.shape)}")
+    if math.prod(x.shape) > _validate.MAX_ELEMENTS:
+        raise ValueError(f"x has {math.prod(x.shape)} elements; at most {_validate.MAX_ELEMENTS} are supported")
     scale = _validate.real(scale, "scale", positive=True, high=MAX_SCALE)
     dtype = _validate.choice(dtype, "dtype", QUANTIZED_DTYPES)
     x = asarray(x)

@@ -280,7 +280,9 @@ def resize(
         with ``scale``, the output is ``round(W * fx) x round(H * fy)`` as for the other modes,
         but the sampling follows the size ratio, as ``zoom`` does.
     channel_axis : {'auto', None, -1}
-        As in :func:`portcv.filters.sep_filter`.
+        As in :func:`portcv.filters.sep_filter`: with ``'auto'`` a last axis of at most 4 entries
+        holds channels, so an ``(H, W, 5)`` image is a batch of ``H`` frames of ``W x 5`` pixels
+        (``scale=0.7`` on ``(48, 64, 5)`` gives ``(48, 45, 4)``); pass ``-1`` for more channels.
 
     Returns
     -------

@@ -72,6 +72,18 @@ def quantize_kernel(kernel: Any, *, bits: int = 16) -> tuple[np.ndarray, int]:
     return taps.astype(np.int32).reshape(k.shape), shift
 
 
+#: Lengths of a Gabor filter (pixels, frames) are in [MIN_LENGTH, MAX_LENGTH]: beyond them its
+#: float64 envelope overflows (sigma**2) or divides 0 by 0, and no 31-tap kernel resolves them.
+MIN_LENGTH, MAX_LENGTH = 1e-6, 1e6
+
+
+def _length(value: Any, name: str) -> float:
+    length = _validate.real(value, name, positive=True, high=MAX_LENGTH)
+    if length < MIN_LENGTH:
+        raise ValueError(f"{name} must be >= {MIN_LENGTH}, got {length}")
+    return length
+
+
 def gabor_kernel3d(
     ksize: Any,
     sigma: float,
@@ -98,7 +110,7 @@ def gabor_kernel3d(
     ksize : int or (kt, kh, kw)
         Odd sizes, 1..31.
     sigma, wavelength : float
-        Spatial standard deviation and wavelength in pixels (> 0).
+        Spatial standard deviation and wavelength in pixels, in [1e-6, 1e6].
     theta : float or sequence of float
         Direction(s) of the grating's normal in radians (x right, y down).
     speed : float or sequence of float
@@ -106,7 +118,7 @@ def gabor_kernel3d(
     phase : float
         Phase offset in radians (0: even, symmetric filter; pi/2: odd).
     sigma_time : float, optional
-        Temporal standard deviation in frames (default ``kt / 4``).
+        Temporal standard deviation in frames, in [1e-6, 1e6] (default ``kt / 4``).
     zero_mean : bool
         Subtract the envelope times the kernel's mean response, so that flat video gives 0
         (the integer taps then sum to exactly 0, see :func:`quantize_kernel`).
@@ -133,10 +145,10 @@ def gabor_kernel3d(
         sides = (_validate.integer(ksize, "ksize", low=1, high=31),) * 3
     if any(s % 2 == 0 for s in sides):
         raise ValueError(f"ksize must be odd, got {ksize!r}")
-    sigma = _validate.real(sigma, "sigma", positive=True)
-    wavelength = _validate.real(wavelength, "wavelength", positive=True)
+    sigma = _length(sigma, "sigma")
+    wavelength = _length(wavelength, "wavelength")
     phase = _validate.real(phase, "phase")
-    sigma_t = sides[0] / 4 if sigma_time is None else _validate.real(sigma_time, "sigma_time", positive=True)
+    sigma_t = sides[0] / 4 if sigma_time is None else _length(sigma_time, "sigma_time")
     thetas = [_validate.real(t, "theta") for t in np.atleast_1d(np.asarray(theta, dtype=object))]
     speeds = [_validate.real(v, "speed") for v in np.atleast_1d(np.asarray(speed, dtype=object))]
     for values, given, label in ((thetas, theta, "theta"), (speeds, speed, "speed")):

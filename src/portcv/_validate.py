@@ -148,6 +148,8 @@ def kernel_size(value: Any, name: str, *, odd: bool, low: int, high: int) -> tup
 
 def taps(value: Any, name: str, *, max_len: int = 63) -> tuple[int, ...]:
     """A 1-D sequence of small integers (filter taps)."""
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value):
+        raise TypeError(f"{name} must hold integers (fixed-point taps), got a bool in {value!r}")
     arr = np.asarray(value)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of integers, got shape {arr.shape}")

@@ -328,6 +328,8 @@ RGB = np.zeros((4, 5, 3), np.uint8)
     (lambda: draw.noise_map(RGB, RGB[:, :4]), ValueError, "same shape"),
     (lambda: draw.noise_map(np.zeros((0, 5, 3), np.uint8), np.zeros((0, 5, 3), np.uint8)), ValueError, "previous"),
     (lambda: draw.noise_map_from_positions(RGB, [1, 2], 2), TypeError, "positions"),
+    (lambda: draw.noise_map_from_positions(RGB, np.broadcast_to(np.int32(0), (2**31,)), 2), ValueError,
+     "positions holds 2147483648 entries"),  # a 16 GiB int64 copy before
     (lambda: draw.noise_map_from_positions(RGB, np.zeros(3, np.float32), 2), TypeError, "positions"),
     (lambda: draw.noise_map_from_positions(RGB, np.zeros(3, np.int32), 2.0), TypeError, "count"),
     (lambda: draw.text_overlay(RGB, "é"), ValueError, "ASCII"),

@@ -160,6 +160,7 @@ GRAY = np.zeros((6, 7), np.uint8)
         (lambda: filters.box_blur(GRAY, 40), ValueError, "ksize"),
         (lambda: filters.sep_filter(GRAY, [1] * 32, [1], 0), ValueError, "kx may have at most 31"),
         (lambda: filters.sep_filter(GRAY, [], [1], 0), ValueError, "kx must be a non-empty"),
+        (lambda: filters.sep_filter(GRAY, [True, 2, 1], [1], 0), TypeError, "kx must hold integers .* a bool"),
         (lambda: filters.sep_filter(GRAY, [[1, 2]], [1], 0), ValueError, "kx must be a non-empty 1-D"),
         (lambda: filters.sep_filter(GRAY, [0.5, 1], [1], 0), TypeError, "kx must hold integers"),
         (lambda: filters.sep_filter(GRAY, [1], [1], -1), ValueError, "shift"),

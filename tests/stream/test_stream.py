@@ -249,6 +249,8 @@ _SOURCE = [np.zeros((4, 5), np.uint8)]
     (lambda: encode_keyframe([[1, 2], [3]], 0), ValueError, "frame must be a rectangular array"),
     (lambda: encode_keyframe(np.array(3, np.uint8), 0), ValueError, "frame shape must have 1 to 4"),
     (lambda: encode_keyframe(np.uint8(3), 0), TypeError, "frame must be an array"),
+    (lambda: encode_keyframe(np.broadcast_to(np.uint8(0), (2**16, 2**16)), 0), ValueError,
+     "frame has 4294967296 bytes"),  # a 4 GiB host copy before
     (lambda: encode_delta(None, 1, 2, _D, _P), TypeError, "shape must be a tuple"),
     (lambda: encode_delta((2, 2.5), 1, 2, _D, _P), TypeError, "shape must be an integer"),
     (lambda: encode_delta((2, 2), 1, 2.0, _D, _P), TypeError, "count must be an integer"),

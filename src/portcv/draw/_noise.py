@@ -140,6 +140,8 @@ def noise_map_from_positions(image: Any, positions: Any, count: Any, *, check: b
         raise TypeError(f"positions must be an array (NumPy, CuPy or JAX), got {type(positions).__name__}")
     if len(positions.shape) != 1 or not np.issubdtype(np.dtype(positions.dtype), np.integer):
         raise TypeError(f"positions must be a 1-D integer array, got shape {tuple(positions.shape)} dtype {positions.dtype}")
+    if positions.shape[0] > _validate.MAX_ELEMENTS:
+        raise ValueError(f"positions holds {positions.shape[0]} entries; at most {_validate.MAX_ELEMENTS} are supported")
     count = _validate.count(count)
     check = _validate.boolean(check, "check")
     if check:

@@ -168,6 +168,8 @@ def encode_keyframe(frame: Any, index: int, *, encoding: str = "compact") -> byt
     if np.dtype(frame.dtype) != np.uint8:
         raise TypeError(f"frame must have dtype uint8, got {frame.dtype}")
     shape = _check_shape(tuple(frame.shape), "frame shape")
+    if math.prod(shape) > _validate.MAX_ELEMENTS:  # before the host copy below
+        raise ValueError(f"frame has {math.prod(shape)} bytes; at most {_validate.MAX_ELEMENTS} are supported")
     frame = np.ascontiguousarray(to_numpy(frame))
     code = _check_encoding(encoding)
     data = frame.tobytes()

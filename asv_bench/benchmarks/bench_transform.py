@@ -311,7 +311,8 @@ def zoom_op(backend: str, case: str, stage: str) -> Operation:
     if stage == "prefilter":
         return Operation(backend, portcv.transform.spline_filter, frames)
     if stage == "interpolation":
-        return Operation(backend, functools.partial(portcv.transform.zoom, factor=u, prefilter=False),
+        # check=False: the kernels alone (the coefficients come from spline_filter, in range).
+        return Operation(backend, functools.partial(portcv.transform.zoom, factor=u, prefilter=False, check=False),
                          zoom_coefficients(case))
     return Operation(backend, functools.partial(portcv.transform.zoom, factor=u), frames)
 

@@ -122,6 +122,10 @@ def test_prefilter_false_refuses_samples_no_spline_filter_returns(value):
     with pytest.raises(ValueError, match=rf"image: with prefilter=False .* \|c\| <= 2295 \* 2\*\*16 = "
                                          rf"{MAX_COEFFICIENT}; got values from"):
         transform.zoom(coef, 2, prefilter=False)
+    # check=False skips the read back (the caller vouches for the coefficients): clipped, no error.
+    assert portcv.to_numpy(transform.zoom(coef, 2, prefilter=False, check=False)).shape == (6, 8)
+    with pytest.raises(TypeError, match="check must be a bool"):
+        transform.zoom(coef, 2, prefilter=False, check="no")
 
 
 def test_more_rows_than_one_grid_dimension_same_bits_on_every_backend(backend):

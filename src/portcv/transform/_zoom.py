@@ -379,6 +379,7 @@ def zoom(
     border: str = "reflect101",
     prefilter: bool = True,
     channel_axis: Any = "auto",
+    check: bool = True,
 ) -> Any:
     """Zoom an image by cubic B-spline (or linear, or nearest) interpolation, in exact fixed point.
 
@@ -403,10 +404,15 @@ def zoom(
     prefilter : bool
         ``False`` takes ``image`` as already-computed :func:`spline_filter` coefficients (int32,
         ``|c| <= 2295 * 2**16``), so the prefilter and the interpolation can run (and be timed)
-        apart. Coefficients outside that range are no spline's and are refused (one flag read
-        back from the device).
+        apart. Coefficients outside that range are no spline's and are refused (see ``check``).
     channel_axis : {'auto', None, -1}
         As in :func:`portcv.filters.sep_filter`.
+    check : bool
+        With ``prefilter=False``: ``True`` (default) refuses coefficients outside that range with
+        a ``ValueError`` (one flag read back from the device, as
+        :func:`portcv.codec.delta_decode` checks its positions); ``False``: no host round trip
+        (and usable inside a caller's ``jax.jit``), out-of-range coefficients then give clipped
+        pixels. Ignored with ``prefilter=True``, whose coefficients are in range by construction.
 
     Returns
     -------
@@ -457,11 +463,13 @@ def zoom(
     order = _check_order(order)
     _validate.choice(border, "border", SPLINE_BORDERS)
     prefilter = _validate.boolean(prefilter, "prefilter")
+    check = _validate.boolean(check, "check")
     if prefilter:
         img = _validate.image(image)
     else:
         img = _validate.image(image, dtype=np.int32)
-        _check_coefficients(img)
+        if check:
+            _check_coefficients(img)
     has_channels = _validate.has_channels(img, channel_axis)
     fy, fx = _validate.real_pair(factor, "factor", "(rows, columns)", high=1e6)
     height, width, _ = _plane_shape(img, has_channels)

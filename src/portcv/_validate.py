@@ -229,7 +229,7 @@ def taps2d(value: Any, name: str, *, max_size: int = 31) -> tuple[tuple[int, ...
         raise ValueError(f"{name} may be at most {max_size}x{max_size}, got shape {arr.shape}")
     if not np.issubdtype(arr.dtype, np.integer):
         if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-            if np.abs(arr).max() >= 2**63:
+            if float(np.abs(arr).max()) >= 2**63:
                 raise ValueError(f"{name} holds values too large for the int32 accumulator")
             arr = arr.astype(np.int64)
         else:

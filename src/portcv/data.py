@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate
+
 __all__ = ["synthetic_rgb", "moving_shapes", "fetch_pyvision", "csu_scrapshots", "csu_faces", "nonface_images", "lfw_subset",
            "skimage_negatives", "face_box", "face_scenes", "DataUnavailableError"]
 
@@ -38,10 +40,7 @@ def synthetic_rgb(height: int = 480, width: int = 640, *, seed: int = 0) -> np.n
     >>> img.shape, img.dtype
     ((48, 64, 3), dtype('uint8'))
     """
-    if not (isinstance(height, (int, np.integer)) and isinstance(width, (int, np.integer))):
-        raise TypeError(f"height and width must be integers, got {type(height).__name__}, {type(width).__name__}")
-    if height < 1 or width < 1:
-        raise ValueError(f"height and width must be >= 1, got ({height}, {width})")
+    height, width = _dimension(height, "height"), _dimension(width, "width")
     _check_size(height * width * 3, f"({height}, {width}, 3)")
     rng = np.random.default_rng(_seed(seed))
     y, x = np.mgrid[0:height, 0:width].astype(np.float64)
@@ -102,13 +101,8 @@ def moving_shapes(
     >>> bool((video[0] != video[1]).any())
     True
     """
-    for name, value in (("frames", frames), ("height", height), ("width", width), ("shapes", shapes)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if frames < 1 or height < 1 or width < 1:
-        raise ValueError(f"frames, height and width must be >= 1, got ({frames}, {height}, {width})")
-    if not 0 <= shapes <= 32:
-        raise ValueError(f"shapes must be in [0, 32], got {shapes}")
+    frames, height, width = _dimension(frames, "frames"), _dimension(height, "height"), _dimension(width, "width")
+    shapes = _validate.integer(shapes, "shapes", low=0, high=32)
     if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) or not 0 <= noise <= 64:
         raise ValueError(f"noise must be a number in [0, 64], got {noise!r}")
     _check_size(frames * height * width * 3, f"({frames}, {height}, {width}, 3)")
@@ -158,10 +152,16 @@ def moving_shapes(
 MAX_BYTES = 2**31 - 1
 
 
+def _dimension(value: Any, name: str) -> int:
+    """A frame count or side: an integer from 1 to MAX_BYTES (the product is checked next)."""
+    return _validate.integer(value, name, low=1, high=MAX_BYTES)
+
+
 def _check_size(nbytes: int, shape: str) -> None:
     """Refuse a size before allocating it (the generators work in float: several times more)."""
     if nbytes > MAX_BYTES:
-        raise ValueError(f"the requested shape {shape} is {nbytes} bytes; at most {MAX_BYTES} are supported")
+        raise ValueError(f"frames, height, width: the requested shape {shape} is {nbytes} bytes; "
+                         f"at most {MAX_BYTES} are supported")
 
 
 def _seed(seed: Any) -> int:
@@ -445,7 +445,10 @@ def face_box(eyes: Any) -> np.ndarray:
     """
     from .detect._mct_train import BOX_PER_EYE_DISTANCE, EYE_MID
 
-    lx, ly, rx, ry = (float(v) for v in eyes)
+    centres = _validate.real_array(eyes, "eyes", max_size=4)
+    if centres.shape != (4,) or not np.isfinite(centres).all():
+        raise ValueError(f"eyes must be 4 finite numbers (lx, ly, rx, ry), got {np.asarray(eyes)!r:.80}")
+    lx, ly, rx, ry = (float(v) for v in centres)
     w = BOX_PER_EYE_DISTANCE * float(np.hypot(rx - lx, ry - ly))
     return np.array([(lx + rx) / 2 - EYE_MID[0] * w, (ly + ry) / 2 - EYE_MID[1] * w, w, w])
 

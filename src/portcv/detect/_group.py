@@ -139,7 +139,9 @@ def group_rectangles(rects: Any, min_neighbors: int, *, eps: float = GROUP_EPS) 
         r = r.reshape(0, 4)
     if r.ndim != 2 or r.shape[1] != 4:
         raise ValueError(f"rects must be an (N, 4) array of [x, y, w, h], got shape {r.shape}")
-    if not (np.issubdtype(r.dtype, np.integer) or r.dtype == bool):
+    if r.dtype == bool:
+        raise TypeError("rects must hold integers [x, y, w, h], got dtype bool")
+    if not np.issubdtype(r.dtype, np.integer):
         if np.issubdtype(r.dtype, np.floating) and np.all(np.isfinite(r)) and np.all(r == np.round(r)):
             r = r.astype(np.int64)
         else:

@@ -194,6 +194,10 @@ def _check_installed(backend: str, gpu: bool) -> None:
                                       f"here; {registered.install_hint}")
 
 
+#: More workers (or threads a worker) than one machine can start: refused before anything starts.
+MAX_LOCAL_WORKERS = 4096
+
+
 def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int | None = None,
                   threads_per_worker: int | None = None, processes: bool = True, **kwargs: Any) -> Any:
     """A local ``dask.distributed`` cluster whose workers run portcv on ``backend``.
@@ -215,7 +219,7 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
         GPU 0: a plumbing test, never a scaling measurement.
     n_workers, threads_per_worker : int, optional
         Defaults: CPU: cores and 1; GPU: one per device and 2 (one file decodes while another
-        computes).
+        computes). Each at most 4,096.
     processes : bool
         Worker processes (default) or threads in this process (CPU backends only). Threads share
         this process: the plugin sets *this process's* default backend (``portcv.use``), and
@@ -240,9 +244,10 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
     """
     backend_name(backend)
     if n_workers is not None:
-        n_workers = _validate.integer(n_workers, "n_workers", low=1)
+        n_workers = _validate.integer(n_workers, "n_workers", low=1, high=MAX_LOCAL_WORKERS)
     if threads_per_worker is not None:
-        threads_per_worker = _validate.integer(threads_per_worker, "threads_per_worker", low=1)
+        threads_per_worker = _validate.integer(threads_per_worker, "threads_per_worker", low=1,
+                                               high=MAX_LOCAL_WORKERS)
     if not isinstance(processes, bool):
         raise TypeError(f"processes must be a bool, got {type(processes).__name__}")
     if devices is not None:

@@ -104,8 +104,8 @@ class MotionDetector:
             raise ValueError(f"grid must be a (rows, cols) pair of integers, got {grid!r}")
         self.grid = (_validate.integer(grid[0], "grid", low=1), _validate.integer(grid[1], "grid", low=1))
         self.gamma = _validate.real(gamma, "gamma")
-        if self.gamma < 0:
-            raise ValueError(f"gamma must be >= 0, got {self.gamma}")
+        if not 0 <= self.gamma <= 1:  # as regions() checks it, at construction rather than the first frame
+            raise ValueError(f"gamma must be a fraction of a cell in [0, 1], got {self.gamma}")
         self.alpha, self.ksize, self.sigma = alpha, ksize, sigma
         self.variant = _variant(variant)
         # The edge detector's own checks, now rather than at the first frame: a one-pixel frame

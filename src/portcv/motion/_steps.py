@@ -268,8 +268,6 @@ def regions(density: Any, *, shape: Any, gamma: float = DEFAULT_GAMMA, variant: 
     gamma = _validate.real(gamma, "gamma")
     if not 0 <= gamma <= 1:
         raise ValueError(f"gamma must be a fraction of a cell in [0, 1], got {gamma}")
-    if gamma < 0:
-        raise ValueError(f"gamma must be >= 0, got {gamma}")
     variant = _variant(variant)
     # Gamma is the decimal the user wrote (the shortest repr of the float: 0.01 is 1/100, not the
     # binary fraction just above it), so a count of exactly gamma * area is 'equal', as on paper.

@@ -45,7 +45,7 @@ def synthetic_source(height: int = 480, width: int = 640, *, frames: int | None 
     a square of a third of the height moves across it. ``frames=None`` never ends. The arguments
     are checked when it is called, not at the first frame: ``height``, ``width`` positive ints
     (one frame at most 2**31 - 1 bytes), ``frames`` None or an int >= 0, ``seed`` an int >= 0,
-    ``noise`` a finite real >= 0, ``variants`` an int in [1, 64] (each is a frame kept in memory).
+    ``noise`` a real in [0, 255], ``variants`` an int in [1, 64] (each is a frame kept in memory).
 
     Examples
     --------
@@ -60,6 +60,8 @@ def synthetic_source(height: int = 480, width: int = 640, *, frames: int | None 
     frames = None if frames is None else _validate.integer(frames, "frames", low=0)
     seed = _validate.integer(seed, "seed", low=0)
     noise = _positive(noise, "noise", zero=True)
+    if noise > 255:  # a deviation past the whole grey range only saturates (and overflows float32)
+        raise ValueError(f"noise must be at most 255 grey levels, got {noise}")
     variants = _validate.integer(variants, "variants", low=1, high=64)
     return _synthetic_frames(height, width, frames, seed, noise, variants)
 
@@ -150,10 +152,10 @@ class _Client:
         self.queue.put_nowait(packet)
 
 
-def _address(host: Any, port: Any) -> tuple[str, int]:
+def _address(host: Any, port: Any, *, lowest_port: int = 0) -> tuple[str, int]:
     if not isinstance(host, str) or not host:
         raise TypeError(f"host must be a non-empty string (a name or an IP address), got {host!r}")
-    return host, _validate.integer(port, "port", low=0, high=65535)
+    return host, _validate.integer(port, "port", low=lowest_port, high=65535)
 
 
 def _callback(value: Any, name: str) -> Any:
@@ -422,7 +424,7 @@ class StreamClient:
     Parameters
     ----------
     host, port : str, int
-        The server.
+        The server (``port`` is required: :attr:`StreamServer.port` once it has started).
     on_frame : callable, optional
         ``on_frame(index, frame)`` for every frame reconstructed (a read-only NumPy array that
         the client never changes afterwards; it may be a coroutine function).
@@ -435,11 +437,13 @@ class StreamClient:
         values make a slow client felt by the server sooner.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, on_frame: Callable[[int, np.ndarray], Any] | None = None,
+    def __init__(self, host: str = "127.0.0.1", port: int | None = None, *, on_frame: Callable[[int, np.ndarray], Any] | None = None,
                  frames: int | None = None, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
                  reconnect_timeout: float = 5.0, keyframe_retry: float = 0.5, recv_buffer: int | None = None,
                  log: Callable[[str], None] | None = None, stats_every: float = 2.0) -> None:
-        self.host, self.port = _address(host, port)
+        if port is None:
+            raise TypeError("port is required: the server's port (StreamServer.port after start())")
+        self.host, self.port = _address(host, port, lowest_port=1)  # 0 picks a port to listen on, not to reach
         self.recv_buffer = _size_or_none(recv_buffer, "recv_buffer")
         self.on_frame = _callback(on_frame, "on_frame")
         self.frames = _size_or_none(frames, "frames")

@@ -164,10 +164,12 @@ def save_mct_cascade(cascade: MCTCascade, path: Any) -> None:
     --------
     >>> import os, tempfile, portcv
     >>> c = portcv.detect.MCTDetector.default().cascade
-    >>> p = os.path.join(tempfile.mkdtemp(), "c.npz")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> p = os.path.join(folder.name, "c.npz")
     >>> portcv.detect.save_mct_cascade(c, p)
     >>> portcv.detect.load_mct_cascade(p).n_stages
     5
+    >>> folder.cleanup()
     """
     if not isinstance(cascade, MCTCascade):
         raise TypeError(f"cascade must be a portcv.detect.MCTCascade, got {type(cascade).__name__}")

@@ -43,11 +43,13 @@ def iter_frames(path: Any, *, frames: int | None = None) -> Iterator[np.ndarray]
     Examples
     --------
     >>> import tempfile, os, portcv
-    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "clip.mp4")
     >>> portcv.video.write_video(path, portcv.data.moving_shapes(3, 48, 64))
     3
     >>> [f.shape for f in portcv.video.iter_frames(path, frames=2)]
     [(48, 64, 3), (48, 64, 3)]
+    >>> folder.cleanup()
     """
     if frames is not None:
         frames = _validate.integer(frames, "frames", low=1)
@@ -86,11 +88,13 @@ def read_video(path: Any, *, frames: int | None = None) -> np.ndarray:
     Examples
     --------
     >>> import tempfile, os, portcv
-    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "clip.mp4")
     >>> portcv.video.write_video(path, portcv.data.moving_shapes(4, 48, 64))
     4
     >>> portcv.video.read_video(path).shape
     (4, 48, 64, 3)
+    >>> folder.cleanup()
     """
     return np.stack(list(iter_frames(path, frames=frames)))
 
@@ -122,12 +126,14 @@ class VideoWriter:
     Examples
     --------
     >>> import tempfile, os, portcv
-    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "clip.mp4")
     >>> with portcv.video.VideoWriter(path, fps=10) as out:
     ...     for frame in portcv.data.moving_shapes(3, 48, 64):
     ...         out.write(frame)
     >>> out.count
     3
+    >>> folder.cleanup()
     """
 
     def __init__(self, path: Any, *, fps: float = 30.0, codec: str | None = None) -> None:
@@ -214,9 +220,11 @@ def write_video(path: Any, frames: Iterable[Any], *, fps: float = 30.0, codec: s
     Examples
     --------
     >>> import tempfile, os, portcv
-    >>> path = os.path.join(tempfile.mkdtemp(), "clip.mp4")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "clip.mp4")
     >>> portcv.video.write_video(path, portcv.data.moving_shapes(2, 48, 64), fps=10)
     2
+    >>> folder.cleanup()
     """
     with VideoWriter(path, fps=fps, codec=codec) as out:
         for frame in frames:

@@ -255,7 +255,7 @@ def test_convolve3d_kernel_equals_numpy(host_cupy, monkeypatch):
         value = int(rng.integers(info.min, int(info.max) + 1))
         with portcv.using("numpy"):
             portcv.volume.convolve3d(video, kernel, method="direct", out_dtype="int32", border=border,
-                                     border_value=value, time_mode=time_mode)
+                                     border_value=value, time_mode=time_mode, channel_axis=None)
     # The pad's word path at each byte shift (kernel widths 3, 5, 7, 9 over rows of whole words),
     # rows of more than 32 and 64 pieces (two pieces a lane, a lane's second pass), a row with no
     # piece (int16, 10 wide) and constant rows wider than a warp's 32 pieces.
@@ -266,7 +266,7 @@ def test_convolve3d_kernel_equals_numpy(host_cupy, monkeypatch):
         video = rng.integers(info.min, int(info.max) + 1, (3, 2, w)).astype(dtype)
         with portcv.using("numpy"):
             portcv.volume.convolve3d(video, rng.integers(-3, 4, (3, 3, kw)), method="direct", out_dtype="int32",
-                                     border=border, border_value=7, time_mode="same")
+                                     border=border, border_value=7, time_mode="same", channel_axis=None)
     assert checked == ["convolve3d_direct"] * 24
 
 
@@ -298,5 +298,5 @@ def test_convolve3d_fft_method_kernels_equal_numpy(host_cupy, monkeypatch):
         for method in ("fft", "hybrid"):
             with portcv.using("numpy"):
                 portcv.volume.convolve3d(video, kernel, method=method, out_dtype="int32", border=border,
-                                         border_value=value, time_mode=time_mode)
+                                         border_value=value, time_mode=time_mode, channel_axis=None)
     assert sorted(set(checked)) == ["convolve3d_fft", "convolve3d_hybrid"] and len(checked) == 24

@@ -113,8 +113,9 @@ def test_writer_abandons_the_file_on_an_exception(tmp_path, clip):
     (lambda: portcv.video.iter_frames(None), TypeError, "path must be a file path"),  # at the call, not at next()
     (lambda: portcv.data.synthetic_rgb(seed=float("nan")), TypeError, "seed must be an integer"),
     (lambda: portcv.data.synthetic_rgb(seed="0"), TypeError, "seed must be an integer"),
-    (lambda: portcv.data.synthetic_rgb(10**12, 64), ValueError, "at most 2147483647"),
-    (lambda: portcv.data.moving_shapes(10**12, 48, 64), ValueError, "at most 2147483647"),
+    (lambda: portcv.data.synthetic_rgb(10**12, 64), ValueError, r"height must be in \[1, 2147483647\]"),
+    (lambda: portcv.data.moving_shapes(10**12, 48, 64), ValueError, r"frames must be in \[1, 2147483647\]"),
+    (lambda: portcv.data.moving_shapes(5000, 5000, 5000), ValueError, "frames, height, width: the requested shape"),
     # PyAV's OverflowError mid-write before; the file's folder is not touched
     (lambda: portcv.video.VideoWriter("/nonexistent/x.mp4", fps=1e12), ValueError, "fps must be <= 1000000.0"),
     (lambda: portcv.video.VideoWriter("/nonexistent/x.mp4", codec=264), TypeError, "codec must be an FFmpeg encoder"),

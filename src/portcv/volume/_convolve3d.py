@@ -909,7 +909,7 @@ def convolve3d(
     Examples
     --------
     >>> import numpy as np, portcv
-    >>> video = np.zeros((5, 4, 4), np.uint8); video[2, 1, 1] = 10      # one bright sample
+    >>> video = np.zeros((5, 6, 6), np.uint8); video[2, 1, 1] = 10      # one bright sample
     >>> k = np.arange(27).reshape(3, 3, 3)
     >>> out = portcv.volume.convolve3d(video, k)                         # T - kt + 1 = 3 frames
     >>> int(portcv.to_numpy(out)[1, 1, 1]) == 10 * int(k[1, 1, 1])       # the impulse response

@@ -98,12 +98,28 @@ def test_writer_close_is_idempotent_and_errors_are_video_errors(tmp_path, clip):
 
 
 def test_writer_abandons_the_file_on_an_exception(tmp_path, clip):
+    """An interrupted write leaves the file that was there as it was, and nothing else (the
+    writer wrote straight into the file: it was truncated at the first frame)."""
     path = tmp_path / "abandoned.mp4"
+    path.write_bytes(b"the previous take")
     with pytest.raises(RuntimeError, match="stop"):
         with VideoWriter(path) as out:
             out.write(clip[0])
+            assert path.read_bytes() == b"the previous take"  # the new file is written aside
             raise RuntimeError("stop")
-    assert out._writer is None  # released, not flushed by close()
+    assert path.read_bytes() == b"the previous take"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["abandoned.mp4"]
+
+
+def test_writer_replaces_a_file_only_once_complete(tmp_path, clip):
+    path = tmp_path / "take.mp4"
+    path.write_bytes(b"the previous take")
+    with VideoWriter(path, fps=10) as out:
+        for frame in clip[:3]:
+            out.write(frame)
+        assert path.read_bytes() == b"the previous take"
+    assert read_video(path).shape == (3,) + clip.shape[1:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["take.mp4"]
 
 
 @pytest.mark.parametrize("call, error, message", [

@@ -1,4 +1,9 @@
-"""Reading and writing video files through imageio and PyAV."""
+"""Reading and writing video files through PyAV (FFmpeg).
+
+PyAV directly, not imageio's PyAV plugin: that plugin runs a full ``gc.collect()`` each time a
+file is closed, seconds a file in a process holding many objects (a JAX worker, say). A file
+being written is a hidden sibling until it is complete, then moved into place: an existing file
+of that name is never lost to a failed or interrupted write."""
 
 from __future__ import annotations
 
@@ -16,13 +21,12 @@ class VideoError(ValueError):
     """A video file cannot be read or written (missing, not a video, unsupported, no PyAV)."""
 
 
-def _imageio() -> Any:
+def _av() -> Any:
     try:
-        import av  # noqa: F401  (imageio's pyav plugin needs it)
-        import imageio.v3 as iio
+        import av
     except ImportError as exc:
-        raise VideoError(f"video files need imageio and PyAV ({exc}); pip install 'portcv[io]'") from None
-    return iio
+        raise VideoError(f"video files need PyAV ({exc}); pip install 'portcv[io]'") from None
+    return av
 
 
 def iter_frames(path: Any, *, frames: int | None = None) -> Iterator[np.ndarray]:
@@ -66,17 +70,22 @@ def _video_path(path: Any) -> Path:
 
 
 def _decode(path: Path, frames: int | None) -> Iterator[np.ndarray]:
-    iio = _imageio()
+    av = _av()
     count = 0
     try:
-        for frame in iio.imiter(path, plugin="pyav"):
-            yield np.asarray(frame)
-            count += 1
-            if frames is not None and count >= frames:
-                return
-    except GeneratorExit:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise VideoError(f"cannot read video {str(path)!r}: it has no video stream")
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            for frame in container.decode(stream):
+                yield frame.to_ndarray(format="rgb24")
+                count += 1
+                if frames is not None and count >= frames:
+                    return
+    except (GeneratorExit, VideoError):
         raise
-    except Exception as exc:  # FFmpeg's and imageio's errors: not a video, truncated, unknown codec
+    except Exception as exc:  # FFmpeg's errors: not a video, truncated, unknown codec
         raise VideoError(f"cannot read video {str(path)!r}: {type(exc).__name__}: {exc}") from None
     if count == 0:
         raise VideoError(f"cannot read video {str(path)!r}: it holds no video frames")
@@ -105,9 +114,11 @@ MAX_FPS = 1e6
 
 def video_fps(path: Any, default: float = 30.0) -> float:
     """The frame rate stored in a video file's metadata, or ``default``."""
-    iio = _imageio()
+    av = _av()
     try:
-        fps = float(iio.immeta(Path(path), plugin="pyav").get("fps", default))
+        with av.open(str(path)) as container:
+            rate = container.streams.video[0].guessed_rate
+        fps = float(rate) if rate else default
     except Exception:  # noqa: BLE001 - metadata is optional
         return default
     return fps if math.isfinite(fps) and fps > 0 else default
@@ -137,7 +148,7 @@ class VideoWriter:
     """
 
     def __init__(self, path: Any, *, fps: float = 30.0, codec: str | None = None) -> None:
-        self.path = Path(path)
+        self.path = _video_path(path)
         # PyAV keeps the rate as a fraction of C longs: past about 1e11 it overflows mid-write.
         self.fps = _validate.real(fps, "fps", positive=True, high=MAX_FPS)
         if codec is not None and (not isinstance(codec, str) or not codec):
@@ -145,8 +156,10 @@ class VideoWriter:
         self.codec = codec
         self.count = 0
         self._shape: tuple | None = None
-        self._writer: Any = None
-        self._iio = _imageio()
+        self._container: Any = None
+        self._stream: Any = None
+        self._partial: Path | None = None
+        self._av = _av()
 
     def write(self, frame: Any) -> None:
         """Append one (H, W, 3) RGB or (H, W) gray uint8 frame (any backend's array)."""
@@ -157,41 +170,65 @@ class VideoWriter:
             raise ValueError(f"frames must be (H, W, 3) or (H, W) uint8, got {f.dtype} {f.shape}")
         if f.ndim == 2:
             f = np.repeat(f[..., None], 3, axis=-1)
+        if self._shape is not None and f.shape != self._shape:
+            raise ValueError(f"every frame must have shape {self._shape}, got {f.shape}")
+        av = self._av
         try:
-            if self._writer is None:
-                import av
-
-                self._shape = f.shape
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._writer = self._iio.imopen(self.path, "w", plugin="pyav")
-                self._writer.init_video_stream(self.codec or _codec(av, f.shape[0], f.shape[1]), fps=self.fps)
-            elif f.shape != self._shape:
-                raise ValueError(f"every frame must have shape {self._shape}, got {f.shape}")
-            self._writer.write_frame(np.ascontiguousarray(f))
-        except ValueError:
-            raise
+            if self._container is None:
+                self._open(f.shape)
+            picture = av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")
+            picture.pts = self.count
+            for packet in self._stream.encode(picture):  # converted to the encoder's pixel format
+                self._container.mux(packet)
         except Exception as exc:  # FFmpeg's errors: unknown container or codec, unwritable path
             self._abandon()
             raise VideoError(f"cannot write video {str(self.path)!r}: {type(exc).__name__}: {exc}") from None
         self.count += 1
 
+    def _open(self, shape: tuple) -> None:
+        import tempfile
+        from fractions import Fraction
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # The same folder (so the final move is a rename) and the same suffix (FFmpeg picks the
+        # container from it); hidden and named as unfinished.
+        handle, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.portcv-unfinished-",
+                                        suffix=self.path.suffix)
+        os.close(handle)
+        self._partial = Path(name)
+        self._container = self._av.open(name, "w")
+        rate = Fraction(self.fps).limit_denominator(65535)
+        self._stream = self._container.add_stream(self.codec or _codec(self._av, shape[0], shape[1]), rate=rate)
+        self._stream.width, self._stream.height = shape[1], shape[0]
+        self._stream.time_base = 1 / rate
+        self._shape = shape
+
     def close(self) -> None:
-        """Flush the encoder and close the file."""
-        if self._writer is None:
+        """Flush the encoder, close the file and move it into place (replacing a file of that name)."""
+        if self._container is None:
             return
-        writer, self._writer = self._writer, None
         try:
-            writer.close()
+            for packet in self._stream.encode():  # flush
+                self._container.mux(packet)
+            self._container.close()
+            self._container = None
+            os.replace(self._partial, self.path)
         except Exception as exc:  # noqa: BLE001
+            self._abandon()
             raise VideoError(f"cannot write video {str(self.path)!r}: {type(exc).__name__}: {exc}") from None
+        self._partial = None
 
     def _abandon(self) -> None:
-        writer, self._writer = self._writer, None
-        if writer is not None:
+        """Close and delete the unfinished file; a file already at ``path`` is left as it was."""
+        container, self._container = self._container, None
+        if container is not None:
             try:
-                writer.close()
+                container.close()
             except Exception:  # noqa: BLE001 - already failing
                 pass
+        if self._partial is not None:
+            self._partial.unlink(missing_ok=True)
+            self._partial = None
 
     def __enter__(self) -> "VideoWriter":
         return self

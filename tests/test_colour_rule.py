@@ -214,6 +214,7 @@ def _run_motion() -> None:
 
 def _video_writer(tmp_path: Any) -> None:
     """Colour frames written and read back as colour frames of the same shape (lossy codec)."""
+    pytest.importorskip("av", reason="video files need PyAV (the io extra)")
     path = tmp_path / "clip.mp4"
     portcv.video.write_video(path, VIDEO, fps=5)
     assert portcv.video.read_video(path).shape == VIDEO.shape

@@ -10,7 +10,9 @@
   "cupy" in portcv.available_backends() else "numpy"``); one that cannot is marked with an HTML
   comment on the line before its fence, ``<!-- gpu-only: why -->``, and is skipped with that
   reason. A block that imports an optional package that is missing here (or switches to JAX
-  without it) is skipped naming the package. Skips are visible, never passes.
+  without it) is skipped naming the package, and one whose data loader can neither find its
+  archive in the cache nor download it (no network) is skipped with the loader's message. Skips
+  are visible, never passes.
 - **Every repository path the prose cites exists** (``src/...``, ``tests/...``, ``tools/...``,
   ``asv_bench/...``, ``docs/...``, and file names ending .py/.cu/.cuh/...; a bare or partial name
   must be the end of a tracked path).
@@ -162,6 +164,8 @@ def test_block(block: Block, pages, monkeypatch):
         if missing:
             pytest.skip(f"{block.name} needs {', '.join(missing)} (not installed here)")
         _run(block, run.namespace)
+    except portcv.data.DataUnavailableError as exc:  # a loader with no network and nothing cached
+        pytest.skip(f"{block.name} needs data this machine has not cached: {exc}")
     finally:
         portcv.use(active)
 

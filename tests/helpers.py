@@ -14,6 +14,20 @@ import portcv
 borders = st.sampled_from(portcv.filters.BORDERS)
 
 
+def byte_flipped_files(good: bytes, folder: Any, rng: np.random.Generator, *, flips: int,
+                       trials: int = 40, suffix: str = ".npz") -> Iterator[Any]:
+    """``trials`` copies of a file's bytes, copy ``i`` with ``1 + i % flips`` random bits flipped,
+    written into ``folder`` as ``flip<i><suffix>``: for loader tests, where each must load or
+    raise a ValueError naming the file."""
+    for trial in range(trials):
+        data = bytearray(good)
+        for i in rng.integers(0, len(data), 1 + trial % flips):
+            data[i] ^= 1 << int(rng.integers(0, 8))
+        bad = folder / f"flip{trial}{suffix}"
+        bad.write_bytes(bytes(data))
+        yield bad
+
+
 def cv2_borders(cv2: Any) -> dict[str, int]:
     """portcv's border names -> OpenCV's constants (``cv2`` as the test module imported it)."""
     return {"reflect101": cv2.BORDER_REFLECT_101, "replicate": cv2.BORDER_REPLICATE, "constant": cv2.BORDER_CONSTANT}

@@ -17,7 +17,7 @@ from portcv.detect import MCTCascade, MCTDetector, load_mct_cascade, mct, save_m
 from portcv.detect._mct_detector import segment_alive_kernel, split_levels, stage_sums_kernel
 from portcv.transform._pyramid import pyramid_plan
 
-from ..helpers import assert_same_bits, images, matches_numpy
+from ..helpers import assert_same_bits, byte_flipped_files, images, matches_numpy
 from ..oracles import mct as oracle
 
 
@@ -207,12 +207,7 @@ def test_loader_survives_random_byte_flips(tmp_path) -> None:
     save_mct_cascade(random_cascade(2), path)
     good = path.read_bytes()
     rng = np.random.default_rng(5)
-    for trial in range(40):
-        data = bytearray(good)
-        for i in rng.integers(0, len(data), 1 + trial % 4):
-            data[i] ^= 1 << int(rng.integers(0, 8))
-        bad = tmp_path / f"flip{trial}.npz"
-        bad.write_bytes(bytes(data))
+    for bad in byte_flipped_files(good, tmp_path, rng, flips=4):
         try:
             load_mct_cascade(bad)  # a flip in a LUT value may stay valid: then it must load
         except ValueError as exc:

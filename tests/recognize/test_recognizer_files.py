@@ -15,6 +15,8 @@ import pytest
 
 from portcv import recognize
 
+from ..helpers import byte_flipped_files
+
 #: Small faces: 3 x 3 regions of 8 x 10 over the 24 x 30 interior at R = 2 (59 bins).
 FACES = np.random.default_rng(11).integers(0, 256, (3, 34, 28), dtype=np.uint8)
 ROW = (3, 3, 59)
@@ -167,12 +169,7 @@ def test_truncated_files_and_flipped_bytes(tmp_path):
         bad.write_bytes(good[:cut])
         with pytest.raises(ValueError, match=bad.name):
             recognize.LBPFaceRecognizer.load(bad)
-    for trial in range(40):
-        data = bytearray(good)
-        for j in rng.integers(0, len(data), 1 + trial % 3):
-            data[j] ^= 1 << int(rng.integers(0, 8))
-        bad = tmp_path / f"flip{trial}.npz"
-        bad.write_bytes(bytes(data))
+    for bad in byte_flipped_files(good, tmp_path, rng, flips=3):
         try:
             loaded = recognize.LBPFaceRecognizer.load(bad)
         except ValueError as exc:

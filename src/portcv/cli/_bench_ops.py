@@ -1,4 +1,4 @@
-"""The quick comparison behind ``portcv bench``: a registry of operations and a timer.
+"""The quick comparison behind ``portcv bench``: a registry of operations, timed by ``portcv._timing``.
 
 Each :class:`Op` is one portcv call on a frame (RGB or gray), with an optional OpenCV twin that
 runs on the host NumPy frame. :func:`operations` lists the registry entries whose function
@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import statistics
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -26,6 +25,7 @@ import numpy as np
 import portcv
 import portcv.backends
 
+from .. import _timing as timing
 from ..backends import REFERENCE
 
 #: The host peer's name in the results.
@@ -150,20 +150,6 @@ class Result:
     extra: dict = field(default_factory=dict)
 
 
-def time_calls(fn: Callable[[], Any], block: Callable[[Any], Any], *, repeat: int, budget_s: float
-               ) -> tuple[float, list[float], Any]:
-    """First (warm-up) call time, then timed calls: at least 1, up to ``repeat`` while under ``budget_s``."""
-    t0 = time.perf_counter()
-    out = block(fn())
-    first = time.perf_counter() - t0
-    times: list[float] = []
-    while len(times) < repeat and (len(times) < 1 or sum(times) < budget_s):
-        t0 = time.perf_counter()
-        block(fn())
-        times.append(time.perf_counter() - t0)
-    return first, times, out
-
-
 def _host(out: Any) -> Any:
     if isinstance(out, (tuple, list)):
         return [_host(o) for o in out]
@@ -215,7 +201,8 @@ def compare(ops: list[Op], backends: list[str], *, width: int, height: int, repe
             try:
                 with portcv.using(b.name):
                     x = b.block(portcv.asarray(frames[op.kind]))
-                    first, times, out = time_calls(lambda: op.call(x), b.block, repeat=repeat, budget_s=budget_s)
+                    first, times, out = timing.warm_then_synced_s(lambda: op.call(x), b.block, max_calls=repeat,
+                                                                  budget_s=budget_s)
                 r.first_ms, r.median_ms, r.calls = first * 1e3, statistics.median(times) * 1e3, len(times)
                 host = _host(out)
                 if b.name == REFERENCE:
@@ -234,8 +221,8 @@ def compare(ops: list[Op], backends: list[str], *, width: int, height: int, repe
                     progress(f"{op.name} on OpenCV")
                 try:
                     x = frames[op.kind]
-                    first, times, _ = time_calls(lambda: op.opencv(cv2, x), lambda v: v, repeat=repeat,
-                                                 budget_s=budget_s)
+                    first, times, _ = timing.warm_then_synced_s(lambda: op.opencv(cv2, x), max_calls=repeat,
+                                                                budget_s=budget_s)
                     r.first_ms, r.median_ms, r.calls = first * 1e3, statistics.median(times) * 1e3, len(times)
                 except Exception as exc:  # noqa: BLE001
                     r.error = _short(exc)

@@ -67,6 +67,7 @@ def test_serve_rejects_a_bad_port():
     assert out.returncode == 2 and "--port" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_serve_publishes_and_serves_on_localhost(tmp_path):
     """``portcv bench --serve --port 0`` builds the dashboard from the committed results and serves
     it on 127.0.0.1: the printed URL answers with the landing page (or asv's index)."""

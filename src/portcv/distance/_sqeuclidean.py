@@ -120,7 +120,7 @@ def sqeuclidean_kernel(xp: Any, F: Any, D: Any, *, center: int, dtype: str) -> A
 def _sqeuclidean_numpy(F: Any, D: Any, *, center: int, dtype: str) -> Any:
     """One BLAS GEMM on augmented rows: ``[f, ||f||^2, 1] . [-2 d, 1, ||d||^2] = P``.
 
-    Exact in floating point (DESIGN X1): every term and partial sum is an integer, and in any
+    Exact in floating point: every term and partial sum is an integer, and in any
     summation order (BLAS blocking, FMA) a partial sum is bounded by the sum of |terms|,
     ``2 l M^2 + l M^2 + l M^2 = 4 l M^2`` with M the largest centered magnitude (128 or 32768).
     While that is <= 2**24 (float32: 8-bit features, l <= 256, SIFT's 128 included) or <= 2**53

@@ -140,8 +140,8 @@ def _sqeuclidean_numpy(F: Any, D: Any, *, center: int, dtype: str) -> Any:
         left = _augmented(F[r0:r0 + rows], center, work, norm_first=False)
         for c0 in range(0, D.shape[0], rows):
             right = _augmented(D[c0:c0 + rows], center, work, norm_first=True)
-            # The longer side as GEMM rows: OpenBLAS split a 64-row product over its threads
-            # poorly (10x slower on 2 busy cores than the transposed product).
+            # The longer side as GEMM rows: OpenBLAS splits a short product over its threads
+            # poorly (a 64-row one was much slower than the transposed product; docs/benchmarks.md).
             block = left @ right.T if len(left) >= len(right) else (right @ left.T).T
             out[r0:r0 + rows, c0:c0 + rows] = block  # float -> int: exact
     return out

@@ -92,24 +92,12 @@ def backend(request: pytest.FixtureRequest) -> str:
     return name
 
 
-#: The slowest tests that do not run on JAX (2 s or more each on a 2-core machine): real video
-#: files, command-line processes, soak runs. With every JAX case (JAX compiles each shape on the
-#: CPU: the ``jax`` backend, and tests named for JAX or for Pallas' interpreter) they are marked
-#: ``slow``: ``-m "not slow"`` is the quick subset (README.md gives its time); CI runs everything.
-SLOW_TESTS = {
-    "test_cli_video_writes_every_frame_and_the_timing_table", "test_video_round_trip_and_statistics",
-    "test_writer_odd_sizes_and_explicit_codec", "test_soak_long", "test_soak_short",
-    "test_cli_motion_reads_a_video_file", "test_writer_expands_gray_frames_to_rgb",
-    "test_writer_rejects_bad_frames_and_arguments", "test_astronaut_equals_cv2",
-    "test_group_capacity_overflow_groups_on_the_host", "test_cli_image_prints_the_face_and_writes_the_annotated_file",
-    "test_cli_motion_on_a_generated_video_end_to_end", "test_cli_video_frames_limit_in_a_fresh_process",
-    "test_writer_close_is_idempotent_and_errors_are_video_errors", "test_writer_abandons_the_file_on_an_exception",
-    "test_skip_rule_and_compaction_equal_opencv_scan", "test_cli_serve_and_view",
-    "test_motion_command_says_how_many_cells_moved", "test_serve_publishes_and_serves_on_localhost",
-    "test_a_geometry_keeps_its_last_recordings_only", "test_killing_a_worker_mid_run_gives_identical_results",
-}
-
-
+#: What ``-m "not slow"`` (the quick subset; README.md gives its time; CI runs everything) leaves
+#: out: every JAX case, because JAX compiles each shape on the CPU (the ``jax`` backend, and tests
+#: named for JAX or for Pallas' interpreter), marked here by that rule; the video modules'
+#: examples (real files through PyAV); and the slowest other tests (2 s or more each on a 2-core
+#: machine: real video files, command-line processes, soak runs), marked ``@pytest.mark.slow``
+#: where they are defined.
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     slow = pytest.mark.slow
     for item in items:
@@ -117,7 +105,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         name = getattr(item, "originalname", item.name)
         on_jax = (callspec is not None and callspec.params.get("backend") == "jax") or "jax" in name \
             or "interpret_mode" in name
-        if on_jax or name in SLOW_TESTS or (
+        if on_jax or (
                 type(item).__name__ == "DoctestItem" and item.name.startswith("portcv.video.")):
             item.add_marker(slow)
     # The video modules' examples write and read real files through PyAV (the `io` extra).

@@ -491,10 +491,8 @@ DATA_DOWNLOADS = {"data.fetch_pyvision", "data.csu_scrapshots", "data.csu_faces"
 
 
 def _public_callables() -> set[str]:
-    import portcv.distributed  # noqa: F401
-
     names = set()
-    for domain in (*portcv.DOMAINS, "distributed"):
+    for domain in portcv.DOMAINS:
         module = getattr(portcv, domain)
         for name in module.__all__:
             obj = getattr(module, name)

@@ -342,12 +342,6 @@ CHECKS: dict[str, Callable[..., None]] = {
 def _public_callables() -> list[str]:
     names = []
     modules = [getattr(portcv, d) for d in portcv.DOMAINS]
-    try:
-        import portcv.distributed as distributed
-
-        modules.append(distributed)
-    except ImportError:  # dask missing: distributed's ops cannot be walked
-        pass
     for mod in modules:
         domain = mod.__name__.split(".")[1]
         for name in getattr(mod, "__all__", []):

@@ -278,7 +278,7 @@ def _domains() -> dict[str, Any]:
     import portcv
 
     names = [n for n in portcv.__all__ if not callable(getattr(portcv, n, None))]
-    return {f"portcv.{n}": importlib.import_module(f"portcv.{n}") for n in [*names, "distributed"]}
+    return {f"portcv.{n}": importlib.import_module(f"portcv.{n}") for n in names}
 
 
 def test_index_names_every_public_name_of_every_domain():

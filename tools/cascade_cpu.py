@@ -21,7 +21,8 @@ import subprocess
 import sys
 
 import numpy as np
-from timing import interleaved_ms  # tools/, beside this script
+
+from portcv._timing import interleaved_ms
 
 CASCADES = {"haar": "haarcascade_frontalface_default.xml", "lbp": "lbpcascade_frontalface_opencv.xml"}
 PARAMS = dict(scale_factor=1.1, min_neighbors=3, min_size=(0, 0))

@@ -41,9 +41,9 @@ from typing import Any, Callable
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np
-from timing import timed  # tools/, beside this script
 
 import portcv
+from portcv._timing import timed
 from portcv.detect import GROUP_EPS, CascadeDetector
 from portcv.detect._cascade import (
     compact_kernel,

@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import interleaved_ms  # tools/, beside this script
-
 import portcv
+from portcv._timing import interleaved_ms
 from portcv.backends import register
 from portcv.backends.numpy import NumpyBackend
 

@@ -15,15 +15,15 @@ import time
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np
-from timing import (  # tools/, beside this script
+
+import portcv
+from portcv._timing import (
     copy_bandwidth_gbs,
     gpu_time_ms,
     host_time_ms,
     jax_queue_ms,
     jax_time_ms,
 )
-
-import portcv
 
 # Ops whose NumPy/JAX versions take many seconds at 4K: timed on the GPU backends only.
 GPU_ONLY = {"median_filter k15"}

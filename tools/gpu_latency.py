@@ -17,9 +17,9 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import cupy
 import numpy as np
-from timing import synced_ms  # tools/, beside this script
 
 import portcv
+from portcv._timing import synced_ms
 from portcv import codec, motion
 
 portcv.use("cupy")

@@ -11,7 +11,7 @@ import sys
 from typing import Any, Callable
 
 import portcv
-from timing import kernel_split_ms  # tools/, beside this script
+from portcv._timing import kernel_split_ms
 from zoom_timing import table4_cases
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))

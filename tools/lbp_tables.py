@@ -18,11 +18,10 @@ import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
 
 import portcv  # noqa: E402
 from portcv import recognize  # noqa: E402
-from timing import host_time_ms as best_ms  # noqa: E402  (tools/, beside this script)
+from portcv._timing import host_time_ms as best_ms  # noqa: E402
 
 
 def lbp_ratio() -> None:

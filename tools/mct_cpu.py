@@ -20,9 +20,9 @@ import subprocess
 import sys
 
 import numpy as np
-from timing import interleaved_ms  # tools/, beside this script
 
 import portcv
+from portcv._timing import interleaved_ms
 
 PARAMS = dict(scale_factor=1.15, min_neighbors=3, min_size=(24, 24))
 

@@ -17,9 +17,9 @@ import sys
 
 import numpy as np
 from mct_cpu import PARAMS, frame  # tools/, beside this script
-from timing import gpu_time_ms, jax_queue_ms, timed
 
 import portcv
+from portcv._timing import gpu_time_ms, jax_queue_ms, timed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 import portcv
-from timing import queued_ms, synced_ms
+from portcv._timing import queued_ms, synced_ms
 
 
 def main() -> None:

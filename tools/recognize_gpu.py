@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import portcv
-from timing import queued_ms, synced_ms
+from portcv._timing import queued_ms, synced_ms
 
 
 def face_like_gallery(n: int, rng: np.random.Generator) -> np.ndarray:

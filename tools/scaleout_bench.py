@@ -218,7 +218,7 @@ class ReplayedGPU:
 
 def gpu_ms_per_frame(paths: list[str]) -> float:
     """CuPy time per frame of the motion chain (upload, kernels, download of the small results)."""
-    from timing import gpu_time_ms
+    from portcv._timing import gpu_time_ms
 
     frames = portcv.video.read_video(paths[0])
     with portcv.using("cupy"):

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 import portcv
-from timing import device_ms, gpu_time_ms, jax_queue_ms, queued_ms, synced_ms
+from portcv._timing import device_ms, gpu_time_ms, jax_queue_ms, queued_ms, synced_ms
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "asv_bench"))
 from benchmarks import bench_distance as DIST  # noqa: E402  (the asv suite's inputs)

@@ -13,7 +13,7 @@ import argparse
 import numpy as np
 
 import portcv
-from timing import device_ms, gpu_time_ms, jax_queue_ms, synced_ms
+from portcv._timing import device_ms, gpu_time_ms, jax_queue_ms, synced_ms
 
 
 def table4_cases() -> list:

@@ -25,13 +25,13 @@ import functools
 import importlib
 import os
 import statistics
-import time
 from typing import Any, Callable
 
 import numpy as np
 
 import portcv
 import portcv.backends
+from portcv import _timing as timing
 
 #: portcv backends; each runs portcv's own code.
 BACKENDS = ["numpy", "jax", "cupy"]
@@ -137,27 +137,16 @@ class Operation:
 
     def median_s(self, *, min_calls: int = 3, max_calls: int = 100, budget_s: float = 0.5) -> float:
         """Median wall time (s) of one synchronized call: at least ``min_calls`` timed calls,
-        more (up to ``max_calls``) while under ``budget_s``."""
-        times: list[float] = []
-        while len(times) < min_calls or (len(times) < max_calls and sum(times) < budget_s):
-            t0 = time.perf_counter()
-            self()
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times)
+        more (up to ``max_calls``) while under ``budget_s`` (``portcv._timing.synced_s``)."""
+        return statistics.median(timing.synced_s(self, min_calls=min_calls, max_calls=max_calls, budget_s=budget_s))
 
     def queued_s(self, *, calls: int, rounds: int = 5) -> float:
         """Seconds per call of ``calls`` back-to-back calls waited for once at the end, median of
-        ``rounds``: on a GPU the host queues the next call while the previous one's kernels run,
-        so this is the larger of the host's dispatch and the GPU's work per call."""
-        times: list[float] = []
+        ``rounds`` (``portcv._timing.queued_s``): on a GPU the host queues the next call while the
+        previous one's kernels run, so this is the larger of the host's dispatch and the GPU's work
+        per call."""
         with portcv.using(array_backend(self.backend)) as b:
-            for _ in range(rounds):
-                t0 = time.perf_counter()
-                for _ in range(calls - 1):
-                    self.fn(*self.arrays)
-                b.block(self.fn(*self.arrays))
-                times.append((time.perf_counter() - t0) / calls)
-        return statistics.median(times)
+            return timing.queued_s(lambda: self.fn(*self.arrays), b.block, calls=calls, rounds=rounds)
 
     def bandwidth_gbs(self, *, min_calls: int = 3, max_calls: int = 100, budget_s: float = 0.5) -> float:
         """Achieved bandwidth: compulsory bytes / median wall time of one synchronized call, in GB/s."""
@@ -165,18 +154,11 @@ class Operation:
         return round(self.traffic_bytes / seconds / 1e9, 3)
 
 
-@functools.lru_cache(maxsize=1)
 def gpu_timing() -> Any:
-    """``tools/timing.py`` (the repository's one definition of how GPU time is measured), imported
-    once per process from the checkout these benchmarks run in."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "tools" / "timing.py"
-    spec = importlib.util.spec_from_file_location("portcv_tools_timing", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``portcv._timing``, the package's one definition of how time is measured (GPU functions
+    such as ``device_ms`` included). Kept as a function: the benchmarks that call it are
+    versioned by their source."""
+    return timing
 
 
 def not_supported(backend: str, what: str) -> None:

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import functools
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import portcv
+from portcv import _timing as timing
 
 from ._common import BACKENDS, Benchmark, Operation, not_supported, require
 from ._common import gpu_timing as _timing  # the name GpuTime.setup used: asv versions a benchmark by its source
@@ -81,11 +81,7 @@ def operation(backend: str, size: str, what: str) -> tuple[Operation, int]:
 
 def gmacs(op: Operation, macs: int, *, min_calls: int = 3, budget_s: float = 2.0) -> float:
     """``macs`` / median synchronized call time, in G multiply-adds per second."""
-    times: list[float] = []
-    while len(times) < min_calls or (len(times) < 50 and sum(times) < budget_s):
-        t0 = time.perf_counter()
-        op()
-        times.append(time.perf_counter() - t0)
+    times = timing.synced_s(op, min_calls=min_calls, max_calls=50, budget_s=budget_s)
     return round(macs / statistics.median(times) / 1e9, 3)
 
 
@@ -154,7 +150,7 @@ class QueuedCalls(Benchmark):
 
 class GpuTime(Benchmark):
     """Microseconds of GPU time per call on CuPy with the host's dispatch hidden
-    (``tools/timing.py``'s ``device_ms``: a spinning kernel holds the GPU while 30 calls are
+    (``portcv._timing``'s ``device_ms``: a spinning kernel holds the GPU while 30 calls are
     queued behind it, CUDA events around them): the kernels' own cost, which a host slower than
     the GPU hides from :class:`QueuedCalls`. CuPy only (n/a elsewhere)."""
 

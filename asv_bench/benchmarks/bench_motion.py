@@ -17,11 +17,11 @@ batches (minutes per call).
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 
 import portcv
+from portcv import _timing as timing
 
 from ._common import (
     BACKENDS,
@@ -56,12 +56,7 @@ def _on_host(backend: str) -> bool:
 
 def _median_seconds(op, *, min_calls: int = 3, max_calls: int = 100, budget_s: float = 0.5) -> float:
     """Median wall time of synchronized calls of ``op`` (at least ``min_calls``, more while under budget)."""
-    times: list[float] = []
-    while len(times) < min_calls or (len(times) < max_calls and sum(times) < budget_s):
-        t0 = time.perf_counter()
-        op()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return statistics.median(timing.synced_s(op, min_calls=min_calls, max_calls=max_calls, budget_s=budget_s))
 
 
 def pipeline(video):

@@ -14,11 +14,11 @@ float32 and cupyx.scipy.signal.fftconvolve; the GPU). A peer has no ``hybrid``.
 from __future__ import annotations
 
 import importlib
-import time
 
 import numpy as np
 
 import portcv
+from portcv import _timing as timing
 
 from ._common import BACKENDS, Benchmark, Operation, gpu_timing, not_supported, require
 
@@ -97,12 +97,7 @@ class _Convolve3DCase(Benchmark):
         self.macs = 4 * 560 * 720 * k**3
 
     def _seconds(self, calls: int = 3) -> float:
-        times = []
-        for _ in range(calls):
-            t0 = time.perf_counter()
-            self.op()
-            times.append(time.perf_counter() - t0)
-        return float(np.median(times))
+        return float(np.median(timing.synced_s(self.op, min_calls=calls, max_calls=calls)))
 
 
 class Convolve3D(_Convolve3DCase):
@@ -162,7 +157,7 @@ class Convolve3DGpuTime(Benchmark):
     """Microseconds of GPU time per clip of :class:`Convolve3DBatch`'s calls (16 clips a call),
     the per-frame time in batches by which GPU backends are judged, without the host's dispatch
     and the clock changes that three synchronized calls after a setup also measure
-    (``tools/timing.py``). CuPy: ``device_ms`` (a spinning kernel holds the GPU while 10 calls are
+    (``portcv._timing``). CuPy: ``device_ms`` (a spinning kernel holds the GPU while 10 calls are
     queued behind it, CUDA events around them). JAX: ``Operation.queued_s`` (10 calls queued back
     to back, one wait at the end; a call's 80-140 µs of dispatch hides behind the GPU's
     300-3000 µs). n/a on the host."""

@@ -31,7 +31,7 @@ from .backends import (
 __version__ = "0.1.0"
 
 #: The domain packages, imported on first attribute access (PEP 562).
-DOMAINS = ("codec", "color", "data", "depth", "detect", "distance", "draw", "edges", "filters", "motion", "recognize", "stream", "transform", "video", "volume")
+DOMAINS = ("codec", "color", "data", "depth", "detect", "distance", "distributed", "draw", "edges", "filters", "motion", "recognize", "stream", "transform", "video", "volume")
 
 __all__ = [
     "Backend",

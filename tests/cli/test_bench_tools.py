@@ -17,7 +17,7 @@ import pytest
 
 import portcv
 from portcv import cli
-from portcv.cli import _bench as _benchmarks
+from portcv.cli import _bench_ops as _benchmarks
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "asv_bench" / "vendor"

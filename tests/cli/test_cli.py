@@ -70,6 +70,7 @@ def test_every_option_has_a_help_line_with_its_default():
     assert not missing, missing
 
 
+@pytest.mark.slow
 def test_motion_command_says_how_many_cells_moved(capsys):
     """It used to print only timings, so a run that found nothing looked like a run that worked."""
     assert cli.main(["motion", "synthetic", "--frames", "4", "--no-progress", "--backend", "numpy"]) == 0

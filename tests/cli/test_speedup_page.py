@@ -67,6 +67,7 @@ def test_serve_rejects_a_bad_port():
     assert out.returncode == 2 and "--port" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_serve_publishes_and_serves_on_localhost(tmp_path):
     """``portcv bench --serve --port 0`` builds the dashboard from the committed results and serves
     it on 127.0.0.1: the printed URL answers with the landing page (or asv's index)."""
@@ -99,6 +100,7 @@ _SERVE_WITHOUT_ASV = """
 import signal, sys
 from pathlib import Path
 import portcv.cli as cli
+import portcv.cli._bench as bench_command
 
 # As a terminal's foreground process has it (a backgrounded test runner ignores SIGINT, and its
 # children inherit that).
@@ -110,7 +112,7 @@ def publish(args):  # the dashboard without asv: one page in the folder `bench -
     return 0
 
 
-cli.bench_html = publish
+bench_command.bench_html = publish
 sys.exit(cli.main(["bench", "--serve", "--port", "0"]))
 """
 
@@ -143,11 +145,12 @@ def test_serve_into_a_given_folder_makes_no_temporary_one(tmp_path, monkeypatch)
     import tempfile
 
     from portcv import cli
+    from portcv.cli import _bench as bench_command
 
     def publish(args):
         raise SystemExit(f"published into {args.html}")
 
-    monkeypatch.setattr(cli, "bench_html", publish)
+    monkeypatch.setattr(bench_command, "bench_html", publish)
     monkeypatch.setattr(tempfile, "TemporaryDirectory", None)  # would raise TypeError if called
     with pytest.raises(SystemExit, match=f"published into {tmp_path}"):
         cli.main(["bench", "--serve", "--html", str(tmp_path)])

@@ -204,6 +204,7 @@ def test_statuses_equal_opencv_float_oracle(name, astronaut_gray):
     assert max(ours.values()) == 1 or min(ours.values()) < -2  # the windows go deep into the cascade
 
 
+@pytest.mark.slow
 def test_skip_rule_and_compaction_equal_opencv_scan(astronaut_gray):
     cascade = load_cascade(DEFAULT)
     level = cv2.resize(astronaut_gray[40:200, 150:310], (60, 60), interpolation=cv2.INTER_LINEAR_EXACT)
@@ -472,6 +473,7 @@ def test_static_plan_capacity_overflow_is_redone(monkeypatch, backend, astronaut
     assert det3._grids == det2._grids
 
 
+@pytest.mark.slow
 def test_group_capacity_overflow_groups_on_the_host(monkeypatch, backend, astronaut_gray):
     """More candidates than the device grouping holds: that frame is grouped on the host (the
     same boxes), and JAX learns a capacity that fits the next frame."""
@@ -634,6 +636,7 @@ PEER_CASES = [(DEFAULT, 1.1, 5, (30, 30)), (DEFAULT, 1.2, 0, (0, 0)),
               ("lbp", 1.1, 5, (30, 30)), ("lbp", 1.2, 0, (0, 0))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, sf, mn, ms", PEER_CASES)
 def test_astronaut_equals_cv2(name, sf, mn, ms, astronaut_gray, lbp_fixed_path):
     path = cascade_path(name, lbp_fixed_path)

@@ -72,6 +72,7 @@ def files(tmp_path_factory, astronaut_small) -> dict:
 # --------------------------------------------------------------------------------------------
 # portcv faces
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @needs_io
 def test_cli_image_prints_the_face_and_writes_the_annotated_file(files, astronaut_small, detector, capsys):
     import imageio.v3 as iio
@@ -102,6 +103,7 @@ def test_cli_image_without_out_only_prints(files, capsys):
     assert "0 boxes" in text and "wrote" not in text
 
 
+@pytest.mark.slow
 @needs_io
 def test_cli_video_writes_every_frame_and_the_timing_table(files, detector, capsys):
     out = files["folder"] / "annotated.mp4"
@@ -124,6 +126,7 @@ def test_cli_video_writes_every_frame_and_the_timing_table(files, detector, caps
     assert (top[:, 0] > 180).all() and (top[:, 1] < 90).all()
 
 
+@pytest.mark.slow
 @needs_io
 def test_cli_video_frames_limit_in_a_fresh_process(files):
     out = files["folder"] / "first3.mkv"

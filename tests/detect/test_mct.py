@@ -464,6 +464,7 @@ def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
     assert len(expected[3][0][0]) == 1 and len(expected[3][4][0]) == 0
 
 
+@pytest.mark.slow
 def test_a_geometry_keeps_its_last_recordings_only(monkeypatch) -> None:
     """Each min_neighbors is a recording of its own; a geometry keeps RECORDINGS_KEPT of them
     (here 1), the oldest dropped and recorded again when asked for again: the same boxes."""

@@ -154,6 +154,7 @@ class _SlowMotion:
         return SPEC(paced(), backend)
 
 
+@pytest.mark.slow
 def test_killing_a_worker_mid_run_gives_identical_results(client, clips):
     spec = _SlowMotion()
     paths = clips * 2

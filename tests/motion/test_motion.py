@@ -383,6 +383,7 @@ needs_pyav = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 @needs_pyav
 def test_video_round_trip_and_statistics(tmp_path):
     video = portcv.data.moving_shapes(20, 48, 64, seed=5)
@@ -437,6 +438,7 @@ def _portcv(*args, cwd):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 @needs_pyav
 def test_cli_motion_on_a_generated_video_end_to_end(tmp_path):
     out = tmp_path / "annotated.mp4"
@@ -452,6 +454,7 @@ def test_cli_motion_on_a_generated_video_end_to_end(tmp_path):
     assert diff.mean() < 20
 
 
+@pytest.mark.slow
 @needs_pyav
 def test_cli_motion_reads_a_video_file(tmp_path):
     clip = tmp_path / "clip.mp4"

@@ -524,6 +524,7 @@ def test_serve_and_view_over_tcp(backend):
     assert 0 < stats.rate()["saved"] < 1 and server.stats.frames == frames
 
 
+@pytest.mark.slow
 def test_soak_short(backend):
     """CI variant: a few hundred small frames, damaged link, reconnects, slow client."""
     frames = 300
@@ -532,6 +533,7 @@ def test_soak_short(backend):
     _check_soak(r, frames)
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_soak_long():
     """>= 2000 frames (docs/stream.md quotes a run)."""
@@ -578,6 +580,7 @@ def test_server_closes_clients_that_send_garbage():
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_cli_serve_and_view(tmp_path):
     """`portcv stream serve` and `portcv stream view` as separate processes."""
     import socket

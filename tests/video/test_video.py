@@ -41,6 +41,7 @@ def test_writer_streams_frames_from_any_backend(tmp_path, clip, backend):
     assert video_fps(path) == 12 and out.fps == 12.0
 
 
+@pytest.mark.slow
 def test_writer_expands_gray_frames_to_rgb(tmp_path, clip):
     gray = portcv.to_numpy(portcv.color.rgb_to_gray(clip))
     path = tmp_path / "gray.mp4"
@@ -53,6 +54,7 @@ def test_writer_expands_gray_frames_to_rgb(tmp_path, clip):
     assert np.abs(back[..., 0] - back[..., 1]).max() <= 8  # gray in, gray out (chroma rounding only)
 
 
+@pytest.mark.slow
 def test_writer_odd_sizes_and_explicit_codec(tmp_path, clip):
     odd = tmp_path / "odd.mp4"  # H.264 needs even sizes: the default falls back to MPEG-4
     with VideoWriter(odd) as out:
@@ -65,6 +67,7 @@ def test_writer_odd_sizes_and_explicit_codec(tmp_path, clip):
     assert out.codec == "mpeg4" and read_video(named).shape == (1, 48, 64, 3)
 
 
+@pytest.mark.slow
 def test_writer_rejects_bad_frames_and_arguments(tmp_path, clip):
     with pytest.raises(ValueError, match="fps must be > 0"):
         VideoWriter(tmp_path / "x.mp4", fps=0)
@@ -83,6 +86,7 @@ def test_writer_rejects_bad_frames_and_arguments(tmp_path, clip):
     assert out.count == 2 and read_video(path).shape == (2, 48, 64, 3)
 
 
+@pytest.mark.slow
 def test_writer_close_is_idempotent_and_errors_are_video_errors(tmp_path, clip):
     out = VideoWriter(tmp_path / "never.mp4")
     out.close()  # nothing written: nothing to flush, no file
@@ -97,6 +101,7 @@ def test_writer_close_is_idempotent_and_errors_are_video_errors(tmp_path, clip):
     assert issubclass(VideoError, ValueError)
 
 
+@pytest.mark.slow
 def test_writer_abandons_the_file_on_an_exception(tmp_path, clip):
     """An interrupted write leaves the file that was there as it was, and nothing else (the
     writer wrote straight into the file: it was truncated at the first frame)."""

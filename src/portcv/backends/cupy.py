@@ -1,7 +1,8 @@
 """CuPy on an NVIDIA GPU; hot loops run hand-written CUDA kernels, each ``.cu`` beside its launcher.
 
 Kernels are compiled once per process and device with ``--fmad=false`` (CUDA would otherwise
-contract ``a*b+c`` into FMA and change float results; DESIGN.md §4) and C++17, and memoized by
+contract ``a*b+c`` into FMA, which rounds once where the written code rounds twice, and change
+float results; docs/bit-exactness.md) and C++17, and memoized by
 (source file, template instantiation), as ``cupyx.scipy.ndimage`` memoizes its generated kernels.
 """
 

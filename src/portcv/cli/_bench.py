@@ -1,250 +1,266 @@
-"""The quick comparison behind ``portcv bench``: a registry of operations and a timer.
+"""``portcv bench``: a quick timing table of ops on every backend and OpenCV, or the asv dashboard.
 
-Each :class:`Op` is one portcv call on a frame (RGB or gray), with an optional OpenCV twin that
-runs on the host NumPy frame. :func:`operations` lists the registry entries whose function
-exists in this portcv, plus every other public function of ``portcv.filters``, ``portcv.color``
-and ``portcv.transform`` whose first parameter is ``image`` and which runs with the image alone
-(found by a trial call on a small frame), so new functions show up without an edit here.
-
-:func:`compare` times each operation on each backend with device synchronization
-(``Backend.block``): a warm-up call first (JIT and kernel compilation are not timed), then the
-median of up to ``repeat`` calls within a time budget. The full asv suite (``asv_bench/``) is
-the measurement of record; this is the five-minute look.
+The timing and the registry of operations are in :mod:`._bench_ops`; ``--html`` publishes the
+asv results (``asv_bench/``) with their assets vendored, ``--serve`` also serves them on
+127.0.0.1.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import statistics
-import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
-
-import numpy as np
+import argparse
+import contextlib
+import http.server
+import sys
+from pathlib import Path
+from typing import Any
 
 import portcv
-import portcv.backends
 
 from ..backends import REFERENCE
-
-#: The host peer's name in the results.
-OPENCV = "opencv"
-#: Modules whose public functions are benchmarked.
-MODULES = ("filters", "color", "transform")
-
-_REFLECT101 = 4  # cv2.BORDER_REFLECT_101
+from ._common import backend_names, non_negative_float, parse_size, port_or_any, positive_int
 
 
-@dataclass(frozen=True)
-class Op:
-    """One operation: ``call(image)`` under the current backend; ``opencv(cv2, image)`` on the host."""
-
-    name: str
-    kind: str  # "rgb" or "gray": the input frame
-    call: Callable[[Any], Any]
-    opencv: Callable[[Any, np.ndarray], Any] | None = None
-    function: str = ""  # "module.function", for matching discovered functions
-
-
-def _fn(module: str, name: str) -> Callable | None:
-    mod = getattr(portcv, module, None)
-    return getattr(mod, name, None)
-
-
-def _registry() -> list[Op]:
-    """The hand-written entries (arguments and OpenCV twins); entries whose function is missing are left out."""
-    f, c, t = "filters", "color", "transform"
-    entries: list[tuple[str, str, str, str, Callable[[Callable], Callable], Callable | None]] = [
-        ("rgb_to_gray", c, "rgb_to_gray", "rgb", lambda fn: fn,
-         lambda cv2, x: cv2.cvtColor(x, cv2.COLOR_RGB2GRAY)),
-        ("gaussian_blur k5", f, "gaussian_blur", "gray", lambda fn: lambda x: fn(x, ksize=5, sigma=1.2),
-         lambda cv2, x: cv2.GaussianBlur(x, (5, 5), 1.2, sigmaY=1.2, borderType=_REFLECT101)),
-        ("box_blur k5", f, "box_blur", "gray", lambda fn: lambda x: fn(x, 5),
-         lambda cv2, x: cv2.blur(x, (5, 5), borderType=_REFLECT101)),
-        ("sep_filter [1,2,1]/16", f, "sep_filter", "gray", lambda fn: lambda x: fn(x, [1, 2, 1], [1, 2, 1], 4),
-         lambda cv2, x: cv2.sepFilter2D(x, -1, np.float32([0.25, 0.5, 0.25]), np.float32([0.25, 0.5, 0.25]),
-                                        borderType=_REFLECT101)),
-        ("convolve2d 3x3/16", f, "convolve2d", "gray",
-         lambda fn: lambda x: fn(x, np.array([[1, 2, 1], [2, 4, 2], [1, 2, 1]]), 4),
-         lambda cv2, x: cv2.filter2D(x, -1, np.float32([[1, 2, 1], [2, 4, 2], [1, 2, 1]]) / 16,
-                                     borderType=_REFLECT101)),
-        ("mean_filter k5", f, "mean_filter", "gray", lambda fn: lambda x: fn(x, 5), None),
-        ("sobel dx", f, "sobel", "gray", lambda fn: lambda x: fn(x, 1, 0),
-         lambda cv2, x: cv2.Sobel(x, cv2.CV_16S, 1, 0, ksize=3, borderType=_REFLECT101)),
-        ("median_filter k5", f, "median_filter", "gray", lambda fn: lambda x: fn(x, 5),
-         lambda cv2, x: cv2.medianBlur(x, 5)),
-        ("integral", t, "integral", "gray", lambda fn: fn,
-         lambda cv2, x: cv2.integral(x, sdepth=cv2.CV_32S)),
-        ("resize 1/2 bilinear", t, "resize", "gray", lambda fn: lambda x: fn(x, scale=0.5),
-         lambda cv2, x: cv2.resize(x, None, fx=0.5, fy=0.5, interpolation=cv2.INTER_LINEAR)),
-        ("edges detect (Del Vecchio)", "edges", "detect", "gray", lambda fn: lambda x: fn(x, 70, 80), None),
-        ("canny 50/150", "edges", "canny", "gray", lambda fn: lambda x: fn(x, 50, 150),
-         lambda cv2, x: cv2.Canny(x, 50, 150)),
-    ]
-    ops = []
-    for label, module, name, kind, bind, twin in entries:
-        fn = _fn(module, name)
-        if fn is not None:
-            ops.append(Op(label, kind, bind(fn), twin, f"{module}.{name}"))
-    return ops
+def _add_bench_command(sub: Any) -> None:
+    p = sub.add_parser("bench", help="time ops on every backend and OpenCV, print speedups over NumPy; "
+                                     "--html DIR publishes the asv dashboard")
+    p.add_argument("--size", type=parse_size, default=(1920, 1080), help="WIDTHxHEIGHT (default 1920x1080)")
+    p.add_argument("--backends", default=None, help="comma-separated (default: every registered backend that is available)")
+    p.add_argument("--ops", default=None, help="comma-separated substrings of op names (default: all)")
+    p.add_argument("--repeat", type=positive_int, default=10, help="at most this many timed calls per op and backend (default 10)")
+    p.add_argument("--budget", type=non_negative_float, default=1.0, help="seconds of timed calls per op and backend, at least one call (default 1.0)")
+    p.add_argument("--no-opencv", action="store_true", help="leave OpenCV out")
+    p.add_argument("--plain", action="store_true", help="plain text table even when rich is installed")
+    p.add_argument("--json", default=None, help="also write the results to this JSON file (default: none)")
+    p.add_argument("--html", default=None, metavar="DIR",
+                   help="instead of timing: asv publish the asv_bench results to DIR, with the CDN assets vendored (default: time)")
+    p.add_argument("--serve", action="store_true",
+                   help="instead of timing: build the dashboard (into --html DIR, or a temporary folder) and serve it "
+                        "on 127.0.0.1, printing the URL (default: time)")
+    p.add_argument("--port", type=port_or_any, default=8080, help="--serve's port on 127.0.0.1, 0 for any free one (default 8080)")
+    p.add_argument("--asv-dir", default=None, help="the asv_bench folder (default: found from the current directory)")
+    p.set_defaults(func=bench)
 
 
-def _discover(known: set[str], probe: dict[str, np.ndarray]) -> list[Op]:
-    """Public image functions of :data:`MODULES` not in ``known`` that run on an image alone."""
-    ops = []
-    for module in MODULES:
-        try:
-            mod = importlib.import_module(f"portcv.{module}")
-        except ImportError:
-            continue
-        for name in getattr(mod, "__all__", []):
-            fn = getattr(mod, name, None)
-            key = f"{module}.{name}"
-            if key in known or not inspect.isfunction(fn):
-                continue
-            try:
-                params = list(inspect.signature(fn).parameters.values())
-            except (TypeError, ValueError):
-                continue
-            if not params or params[0].name != "image":
-                continue
-            required = [p for p in params[1:] if p.default is inspect.Parameter.empty
-                        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-            if required:
-                continue
-            for kind in ("gray", "rgb"):
-                try:
-                    with portcv.using("numpy"):
-                        fn(probe[kind])
-                except Exception:  # noqa: BLE001 - any failure: try the other input, else leave it out
-                    continue
-                ops.append(Op(name, kind, fn, None, key))
-                break
-    return ops
+def _format_ms(ms: float) -> str:
+    return f"{ms:.2f}" if ms >= 1 else f"{ms:.3f}"
 
 
-def operations(select: Iterable[str] | None = None) -> list[Op]:
-    """The registry plus discovered functions; ``select``: keep ops whose name contains one of these."""
-    ops = _registry()
-    rgb = portcv.data.synthetic_rgb(48, 64, seed=0)
-    with portcv.using("numpy"):
-        probe = {"rgb": rgb, "gray": portcv.to_numpy(portcv.color.rgb_to_gray(rgb))}
-    ops += _discover({op.function for op in ops}, probe)
-    if select:
-        words = [s.strip() for s in select if s.strip()]
-        ops = [op for op in ops if any(w in op.name for w in words)]
-    return ops
+def _format_speedup(x: float) -> str:
+    return f"{x:.1f}x" if x >= 1 else f"{x:.2f}x"
 
 
-@dataclass
-class Result:
-    op: str
-    backend: str
-    device: str = ""
-    median_ms: float | None = None
-    first_ms: float | None = None
-    calls: int = 0
-    same_as_numpy: bool | None = None  # portcv backends only
-    error: str = ""
-    extra: dict = field(default_factory=dict)
+def _find_asv_dir(given: str | None) -> Path:
+    """``--asv-dir``, else the ``asv_bench/`` above the current directory, else the source checkout's."""
+    if given:
+        candidates = [Path(given)]
+    else:
+        cwd = Path.cwd().resolve()
+        candidates = [d / "asv_bench" for d in (cwd, *cwd.parents)] + [cwd]
+        candidates.append(Path(portcv.__file__).resolve().parents[2] / "asv_bench")
+    for d in candidates:
+        if (d / "asv.conf.json").is_file():
+            return d
+    raise SystemExit("portcv bench --html: no asv_bench/asv.conf.json found here or above; "
+                     "run it inside a portcv checkout or pass --asv-dir")
 
 
-def time_calls(fn: Callable[[], Any], block: Callable[[Any], Any], *, repeat: int, budget_s: float
-               ) -> tuple[float, list[float], Any]:
-    """First (warm-up) call time, then timed calls: at least 1, up to ``repeat`` while under ``budget_s``."""
-    t0 = time.perf_counter()
-    out = block(fn())
-    first = time.perf_counter() - t0
-    times: list[float] = []
-    while len(times) < repeat and (len(times) < 1 or sum(times) < budget_s):
-        t0 = time.perf_counter()
-        block(fn())
-        times.append(time.perf_counter() - t0)
-    return first, times, out
+def bench_html(args: argparse.Namespace) -> int:
+    """``asv publish`` of the asv_bench results into ``args.html``, then the offline assets."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("asv") is None:
+        print("portcv bench --html: error: needs asv (pip install 'portcv[bench]')", file=sys.stderr)
+        return 2
+    asv_dir = _find_asv_dir(args.asv_dir)
+    html_dir = Path(args.html).resolve()
+    cmd = [sys.executable, "-m", "asv", "publish", "--html-dir", str(html_dir)]
+    print(f"portcv bench --html: {' '.join(cmd[2:])}  (in {asv_dir})")
+    if subprocess.run(cmd, cwd=asv_dir).returncode != 0:
+        print("portcv bench --html: error: asv publish failed (no results in asv_bench/results/, "
+              "or a recorded commit missing from the git history?)", file=sys.stderr)
+        return 1
+    tool = asv_dir.parent / "tools" / "asv_offline.py"
+    spec = importlib.util.spec_from_file_location("portcv_asv_offline", tool)
+    if spec is None or spec.loader is None or not tool.is_file():
+        print(f"portcv bench --html: error: {tool} not found", file=sys.stderr)
+        return 1
+    offline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(offline)
+    report = offline.make_offline(html_dir, asv_dir / "vendor")
+    if report["remote"]:
+        print("portcv bench --html: error: pages still load from the network: " + ", ".join(report["remote"]),
+              file=sys.stderr)
+        return 1
+    from ._dashboard import speedup_page
+
+    landing = speedup_page(asv_dir / "results", html_dir)
+    page = landing.name if landing else ""
+    if landing is None:
+        print("portcv bench --html: no speedup results (asv_bench/results/*/ has no "
+              "bench_speedup.Speedup.track_speedup): the landing page speedups.html was not written")
+    print(f"wrote the dashboard (no network needed) to {html_dir}")
+    if not args.serve:
+        print(f"serve it on this machine only: portcv bench --serve --html {html_dir}  (or: python -m http.server "
+              f"--bind 127.0.0.1 8080 --directory {html_dir}), then open http://127.0.0.1:8080/{page}")
+    return 0
 
 
-def _host(out: Any) -> Any:
-    if isinstance(out, (tuple, list)):
-        return [_host(o) for o in out]
-    return portcv.to_numpy(out)
+def bench_serve(args: argparse.Namespace) -> int:
+    """Build the dashboard (into ``--html`` or a temporary folder) and serve it on 127.0.0.1.
 
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, list) or isinstance(b, list):
-        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(map(_same, a, b))
-    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
-
-
-def _short(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:120]
-
-
-def compare(ops: list[Op], backends: list[str], *, width: int, height: int, repeat: int = 10,
-            budget_s: float = 1.0, opencv: bool = True,
-            progress: Callable[[str], None] | None = None) -> tuple[list[str], list[Result]]:
-    """Time every op on every backend (and OpenCV); return the columns run and the results.
-
-    Unavailable backends are left out of the columns. NumPy, when among ``backends``, is the
-    reference for the speedups and for the bit check of the other portcv backends.
+    SIGTERM (and SIGHUP) stop it as Ctrl-C does, so the temporary folder is removed whichever
+    way the server is stopped.
     """
-    rgb = portcv.data.synthetic_rgb(height, width, seed=0)
-    with portcv.using("numpy"):
-        gray = portcv.to_numpy(portcv.color.rgb_to_gray(rgb))
-    frames = {"rgb": rgb, "gray": gray}
-    loaded = []
-    for name in backends:
+    import functools
+    import tempfile
+
+    with _signals_interrupt(), contextlib.ExitStack() as cleanup:
+        if not args.html:  # a folder of the user's is theirs to keep; only our own one is removed
+            args.html = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="portcv-dashboard-"))
+        status = bench_html(args)
+        if status != 0:
+            return status
+        handler = functools.partial(_QuietHandler, directory=str(Path(args.html).resolve()))
         try:
-            loaded.append(portcv.backends.get(name))
-        except (portcv.BackendUnavailableError, ValueError):
-            continue
-    cv2 = None
-    if opencv:
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler)
+        except OSError as exc:
+            print(f"portcv bench --serve: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
+            return 2
+        page = "speedups.html" if (Path(args.html) / "speedups.html").is_file() else ""
+        try:  # from the line on: a signal right after it stops the server as one during serving does
+            print(f"serving the dashboard at http://127.0.0.1:{server.server_address[1]}/{page}  (Ctrl-C stops)",
+                  flush=True)
+            server.serve_forever()
+        except KeyboardInterrupt:
+            print("portcv bench --serve: stopped", flush=True)
+        finally:
+            server.server_close()
+    return 0
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Any:
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` here, as SIGINT does, while the block runs.
+
+    Their default action kills the process on the spot, skipping every ``finally`` and ``with``
+    exit (the temporary dashboard folder stayed behind); an exception unwinds them. A signal the
+    process was started ignoring (``nohup``) stays ignored. Signal handlers can only be set from
+    the main thread: elsewhere nothing changes.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    names = [n for n in ("SIGTERM", "SIGHUP")
+             if hasattr(signal, n) and signal.getsignal(getattr(signal, n)) is not signal.SIG_IGN]
+    previous = {n: signal.signal(getattr(signal, n), interrupt) for n in names}
+    try:
+        yield
+    finally:
+        for n, handler in previous.items():
+            signal.signal(getattr(signal, n), handler)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files without a log line per request."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        pass
+
+
+def bench(args: argparse.Namespace) -> int:
+    """Time a representative set of ops on every available backend and OpenCV; print a table."""
+    if args.serve:
+        return bench_serve(args)
+    if args.html:
+        return bench_html(args)
+    from . import _bench_ops
+    width, height = args.size
+    names = backend_names(args.backends, "--backends")  # a typo: exit 2, listing the registered names
+    if REFERENCE not in names:
+        names = [REFERENCE, *names]  # the reference for speedups and the bit check
+    for name in names:  # say which backends cannot run here, and why, instead of dropping them
         try:
-            import cv2  # type: ignore[no-redef]
-        except ImportError:
-            cv2 = None
-    columns = [b.name for b in loaded] + ([OPENCV] if cv2 is not None else [])
-    results: list[Result] = []
+            portcv.backends.get(name)
+        except portcv.BackendUnavailableError as exc:
+            print(f"skipped backend {name}: {str(exc).split(';')[0]}")
+    ops = _bench_ops.operations(args.ops.split(",") if args.ops else None)
+    if not ops:
+        print(f"portcv bench: error: no operation matches --ops {args.ops!r}", file=sys.stderr)
+        return 2
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        Console = Table = None  # noqa: N806
+
+    title = (f"portcv {portcv.__version__} bench: {width}x{height} frames, median of up to {args.repeat} "
+             f"synchronized calls after a warm-up")
+    if Console is not None and not args.plain:
+        console = Console(stderr=True)
+        with console.status("timing") as status:
+            columns, results = _bench_ops.compare(
+                ops, names, width=width, height=height, repeat=args.repeat, budget_s=args.budget,
+                opencv=not args.no_opencv, progress=lambda msg: status.update(f"timing {msg}"))
+    else:
+        columns, results = _bench_ops.compare(ops, names, width=width, height=height, repeat=args.repeat,
+                                               budget_s=args.budget, opencv=not args.no_opencv)
+    speed = _bench_ops.speedups(results)
+    by_key = {(r.op, r.backend): r for r in results}
+    devices = {r.backend: r.device for r in results}
+    header = ["op", "input"]
+    for name in columns:
+        header += [f"{name} ms"] if name == REFERENCE else [f"{name} ms", f"{name} x"]
+    rows, notes = [], []
     for op in ops:
-        reference = None
-        for b in loaded:
-            if progress:
-                progress(f"{op.name} on {b.name}")
-            r = Result(op.name, b.name, b.device)
-            try:
-                with portcv.using(b.name):
-                    x = b.block(portcv.asarray(frames[op.kind]))
-                    first, times, out = time_calls(lambda: op.call(x), b.block, repeat=repeat, budget_s=budget_s)
-                r.first_ms, r.median_ms, r.calls = first * 1e3, statistics.median(times) * 1e3, len(times)
-                host = _host(out)
-                if b.name == REFERENCE:
-                    reference = host
-                elif reference is not None:
-                    r.same_as_numpy = _same(host, reference)
-            except Exception as exc:  # noqa: BLE001 - report the op as failed on this backend, go on
-                r.error = _short(exc)
-            results.append(r)
-        if cv2 is not None:
-            r = Result(op.name, OPENCV, "cpu")
-            if op.opencv is None:
-                r.error = "no OpenCV twin"
-            else:
-                if progress:
-                    progress(f"{op.name} on OpenCV")
-                try:
-                    x = frames[op.kind]
-                    first, times, _ = time_calls(lambda: op.opencv(cv2, x), lambda v: v, repeat=repeat,
-                                                 budget_s=budget_s)
-                    r.first_ms, r.median_ms, r.calls = first * 1e3, statistics.median(times) * 1e3, len(times)
-                except Exception as exc:  # noqa: BLE001
-                    r.error = _short(exc)
-            results.append(r)
-    return columns, results
+        row = [op.name, op.kind]
+        for name in columns:
+            r = by_key.get((op.name, name))
+            ms = _format_ms(r.median_ms) if r is not None and r.median_ms is not None else "-"
+            if r is not None and r.same_as_numpy is False:
+                ms += " (!)"
+                notes.append(f"{op.name} on {name} DIFFERS from NumPy")
+            if r is not None and r.error and name != _bench_ops.OPENCV:
+                notes.append(f"{op.name} on {name}: {r.error}")
+            row.append(ms)
+            if name != REFERENCE:
+                x = speed.get((op.name, name))
+                row.append(_format_speedup(x) if x is not None else "-")
+        rows.append(row)
+    device_line = "devices: " + ", ".join(f"{n} = {devices.get(n, '')}" for n in columns)
+    if Console is not None and not args.plain:
+        table = Table(title=title, caption=device_line + "; x = speedup over numpy")
+        for i, h in enumerate(header):
+            table.add_column(h, justify="left" if i < 2 else "right", no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        out = Console()
+        if not out.is_terminal:  # a pipe or file: do not squeeze the table into 80 columns
+            out = Console(width=200)
+        out.print(table)
+    else:
+        print(title)
+        widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+        for row in [header] + rows:
+            print("  ".join(str(v).rjust(w) if i >= 2 else str(v).ljust(w)
+                            for i, (v, w) in enumerate(zip(row, widths))).rstrip())
+        print(device_line + "; x = speedup over numpy")
+    for note in notes:
+        print(f"note: {note}")
+    if args.json:
+        import dataclasses
+        import json
 
-
-def speedups(results: list[Result]) -> dict[tuple[str, str], float]:
-    """``(op, backend) -> NumPy median / backend median`` where both were measured."""
-    numpy_ms = {r.op: r.median_ms for r in results if r.backend == REFERENCE and r.median_ms}
-    return {(r.op, r.backend): numpy_ms[r.op] / r.median_ms
-            for r in results if r.median_ms and r.op in numpy_ms}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"size": f"{width}x{height}", "columns": columns,
+                       "results": [dataclasses.asdict(r) for r in results]}, f, indent=1)
+        print(f"wrote {args.json}")
+    return 1 if any(r.same_as_numpy is False for r in results) else 0

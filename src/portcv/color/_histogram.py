@@ -135,11 +135,11 @@ def _histogram_jax_compiled(bins: int, has_channels: bool) -> Any:
         # orders them (atomics on a GPU). A bin holds < 2^31 pixels of one frame: int32 is enough.
         # Partitioned: element p adds to copy p % copies of the counters, and the copies are
         # summed afterwards (exact in any order). On a GPU a scatter into 256 counters serializes
-        # on atomics to the same address (1.4 ms for a 4K frame on an H100; contended
-        # scatter-adds are a known XLA GPU weak spot, e.g. jax-ml/jax#38806); neighbouring
+        # on atomics to the same address (contended scatter-adds are a known XLA GPU weak
+        # spot, e.g. jax-ml/jax#38806); neighbouring
         # elements now hit different copies (the partitioned scatter of pytorch/pytorch#168073).
-        # Alternatives measured on CPU-JAX (1920x1080): plain scatter 3-4 ms, 256 copies 5 ms,
-        # sort + searchsorted 100-200 ms, one-hot compare + sum 2.5 s; the compare + sum would
+        # The alternatives measured on CPU-JAX (a plain scatter, 256 copies, sort + searchsorted,
+        # one-hot compare + sum) were slower (docs/benchmarks.md); the compare + sum would
         # parallelize on a GPU but costs 256 compares per pixel.
         copies = _HISTOGRAM_COPIES
         while copies > 1 and copies * n_keys > _HISTOGRAM_COUNTERS:
@@ -156,7 +156,7 @@ def _histogram_jax_compiled(bins: int, has_channels: bool) -> Any:
 
 
 #: Pallas histogram: pixels per step of a program's loop (one 16 x 16 x 1024 integer MMA), and at
-#: most this many steps per program (its counts stay at most 2^13). Measured on an H100 against
+#: most this many steps per program (its counts stay at most 2^13). Chosen by measurement against
 #: 256-2048 pixels, 4-32 steps and 4 or 8 warps (docs/benchmarks.md).
 _PALLAS_STEP = 1024
 _PALLAS_MAX_STEPS = 8
@@ -167,8 +167,7 @@ def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: boo
     """Jitted counts (int64) of one-channel uint8 images of ``shape`` by a Pallas (Triton) kernel,
     or ``None`` where it does not apply (several channels, empty or too many frames).
 
-    A GPU scatter-add of every pixel costs one global atomic per pixel (about 0.25 ms for a 4K
-    frame on an H100). Here a program counts 1024 pixels per step as a matrix product: with
+    A GPU scatter-add of every pixel costs one global atomic per pixel. Here a program counts 1024 pixels per step as a matrix product: with
     ``H[p, i] = (value_p >> 4 == i)`` and ``L[p, j] = (value_p & 15 == j)`` (int8 one-hots built
     in registers), ``(H^T L)[i, j]`` is the number of pixels of value ``16 i + j``: an exact
     integer MMA (int32 accumulator) on the tensor cores. Programs write their 16 x 16 counts; one
@@ -177,7 +176,7 @@ def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: boo
     Each operand loads the step's pixels already broadcast to its own shape (``H^T`` as 16 x 1024,
     ``L`` as 1024 x 16, by index arrays) rather than broadcasting one loaded vector: Triton then
     builds the one-hots in the MMA operands' register layouts instead of passing them through
-    shared memory (H100, one 4K frame: 103 -> 62 µs; ``docs/benchmarks.md``).
+    shared memory, which is faster (``docs/benchmarks.md``).
     """
     lead, pixels, channels = _shape_parts(shape, has_channels)
     frames = math.prod(lead)
@@ -236,14 +235,14 @@ def _histogram_jax(img: Any, *, bins: int, has_channels: bool) -> Any:
     import jax
 
     if backend().runs_on_host and img.dtype == np.uint8:
-        # XLA:CPU's scatter-add is serial (4.4 ms for a 1080p frame, 6.9x OpenCV); NumPy's
-        # counts take 2 ms on the same host memory.
+        # XLA:CPU's scatter-add is serial: NumPy's counts on the same host memory are faster
+        # (docs/benchmarks.md).
         from ..backends.jax import host_call
 
         return host_call(histogram_kernel, img, bins=bins, has_channels=has_channels)
 
     # On a GPU: one-hot products on the tensor cores (pallas_histogram). Elsewhere, and for
-    # several channels, a scatter-add: XLA's CPU sort takes ~1 s for a 4K frame (see run()).
+    # several channels, a scatter-add: XLA's CPU sort is far slower (see run()).
     if jax.default_backend() == "gpu" and pallas_triton_usable():
         counted = pallas_histogram(tuple(img.shape), bins, has_channels)
         if counted is not None:
@@ -434,8 +433,9 @@ def _otsu_jax_compiled() -> Any:
         zero = jnp.zeros(n.shape, jnp.float64)
         init = (zero, zero, zero, jnp.zeros(n.shape, jnp.int64))
         xs = (jnp.transpose(h).astype(jnp.float64), jnp.arange(256, dtype=jnp.int64))
-        # Unrolled 8 steps per loop trip: on a GPU each trip of a scan is a kernel launch, and
-        # 256 of them took 3.6 ms; the arithmetic (and so every bit) is the same.
+        # Unrolled 8 steps per loop trip: on a GPU each trip of a scan is a kernel launch, and 256
+        # launches cost more than the work (docs/benchmarks.md); the arithmetic (and so every bit)
+        # is the same.
         (_, _, _, max_val), _ = lax.scan(step, init, xs, unroll=8)
         return jnp.reshape(max_val, lead)
 

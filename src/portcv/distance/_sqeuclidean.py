@@ -120,7 +120,7 @@ def sqeuclidean_kernel(xp: Any, F: Any, D: Any, *, center: int, dtype: str) -> A
 def _sqeuclidean_numpy(F: Any, D: Any, *, center: int, dtype: str) -> Any:
     """One BLAS GEMM on augmented rows: ``[f, ||f||^2, 1] . [-2 d, 1, ||d||^2] = P``.
 
-    Exact in floating point (DESIGN X1): every term and partial sum is an integer, and in any
+    Exact in floating point: every term and partial sum is an integer, and in any
     summation order (BLAS blocking, FMA) a partial sum is bounded by the sum of |terms|,
     ``2 l M^2 + l M^2 + l M^2 = 4 l M^2`` with M the largest centered magnitude (128 or 32768).
     While that is <= 2**24 (float32: 8-bit features, l <= 256, SIFT's 128 included) or <= 2**53
@@ -140,8 +140,8 @@ def _sqeuclidean_numpy(F: Any, D: Any, *, center: int, dtype: str) -> Any:
         left = _augmented(F[r0:r0 + rows], center, work, norm_first=False)
         for c0 in range(0, D.shape[0], rows):
             right = _augmented(D[c0:c0 + rows], center, work, norm_first=True)
-            # The longer side as GEMM rows: OpenBLAS split a 64-row product over its threads
-            # poorly (10x slower on 2 busy cores than the transposed product).
+            # The longer side as GEMM rows: OpenBLAS splits a short product over its threads
+            # poorly (a 64-row one was much slower than the transposed product; docs/benchmarks.md).
             block = left @ right.T if len(left) >= len(right) else (right @ left.T).T
             out[r0:r0 + rows, c0:c0 + rows] = block  # float -> int: exact
     return out

@@ -21,8 +21,7 @@ from .. import _validate
 #: glibc malloc settings distributed's nanny puts in every worker's environment
 #: (``MALLOC_TRIM_THRESHOLD_=65536``). Setting any of them turns off glibc's dynamic mmap
 #: threshold, so every large temporary of the NumPy kernels is mmapped, faulted in and unmapped
-#: again: measured on a 2-core machine, motion over a 30-frame 640x480 clip took 0.5-0.7 s with
-#: none set, 2.3 s with a 64 MiB trim threshold and 5.0 s with 65536. portcv's workers run
+#: again, several times slower than with none set (docs/benchmarks.md). portcv's workers run
 #: with glibc's defaults (the trade-off: freed memory returns to the OS later).
 MALLOC_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
 
@@ -207,7 +206,7 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
     installed, otherwise a ``SpecCluster`` of nannies doing the same. CPU backends get one worker
     per core with one thread each, and the NumPy backend's thread pool of each gets
     ``cores // n_workers`` threads (``PORTCV_NUMPY_THREADS``; ``env=`` overrides). Workers start
-    with glibc's own malloc settings, not the ``MALLOC_TRIM_THRESHOLD_`` distributed sets (it makes the NumPy kernels 4-10x slower; see
+    with glibc's own malloc settings, not the ``MALLOC_TRIM_THRESHOLD_`` distributed sets (it makes the NumPy kernels several times slower; see
     :data:`MALLOC_VARIABLES`). Every worker gets the :class:`PortcvWorker` plugin.
 
     Parameters

@@ -198,7 +198,7 @@ class FacesSpec:
 
     def detector(self) -> Any:
         key = ("faces", self.cascade)
-        if key not in _DETECTORS:  # once per worker process: parsing a cascade costs ~0.1 s
+        if key not in _DETECTORS:  # once per worker process: parsing a cascade is costly
             from ..detect import CascadeDetector, MCTDetector, load_mct_cascade
 
             if self.cascade.endswith(".npz"):  # an MCT cascade file (portcv faces --detector mct)

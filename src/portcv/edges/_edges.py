@@ -481,7 +481,7 @@ def _canny_candidates_numpy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) 
         # CANDIDATE_WEAK = 1 for a candidate, + 1 (CANDIDATE_STRONG) above `high`.
         target.reshape(-1)[above] = is_max.astype(np.uint8) + (is_max & (m > min(high, limit)))
 
-    run_bands(band, row_bands(h, w, planes=planes, target=1 << 17))  # measured: 2.5x faster than 1 << 14
+    run_bands(band, row_bands(h, w, planes=planes, target=1 << 17))  # faster than 1 << 14 (docs/benchmarks.md)
     return out.reshape(shape)
 
 
@@ -567,8 +567,8 @@ def _hysteresis_jax(state: Any) -> Any:
     from ..backends import backend
 
     if backend().runs_on_host:
-        # XLA:CPU has no connected-component primitive: its dilation loop took 0.44 s on a
-        # 1080p frame (one step per iteration; long chains need one per pixel). On the CPU the
+        # XLA:CPU has no connected-component primitive: its dilation loop is slow (one step per
+        # iteration; long chains need one per pixel; docs/benchmarks.md). On the CPU the
         # array is already in host memory, so SciPy's labelling (below) runs on it directly,
         # inside jit too, and gives the same bits.
         from ..backends.jax import host_call

@@ -149,8 +149,8 @@ def _median_filter_jax(img: Any, *, ksize: int, has_channels: bool, border: str,
     if ksize not in CIRCUIT_KSIZES:
         return NotImplemented
     if backend().runs_on_host and img.dtype == np.uint8:
-        # XLA:CPU does not fuse the circuit's gates into one loop (40.8 ms for a 1080p frame,
-        # 28x OpenCV); NumPy runs them as cache-sized passes (8 ms).
+        # XLA:CPU does not fuse the circuit's gates into one loop; NumPy runs them as cache-sized
+        # passes, several times faster (docs/benchmarks.md).
         from ..backends.jax import host_call
 
         return host_call(median_filter_kernel, img, ksize=ksize, has_channels=has_channels, border=border,
@@ -238,8 +238,8 @@ def _median_filter_numpy(img: Any, *, ksize: int, has_channels: bool, border: st
             oy, ox = divmod(i, tx)
             out[p, r0:r1, oy, :, ox] = operands[o].reshape(r1 - r0, span)[:, :cols]
 
-    # One thread: each band makes ~1000 NumPy calls of ~1 us, and two threads contending for the
-    # GIL between them were slower than one (measured on 2 cores).
+    # One thread: each band makes about a thousand short NumPy calls, and two threads contending
+    # for the GIL between them were slower than one (docs/benchmarks.md).
     run_bands(band, row_bands(rows, span, planes=planes, target=1 << 15), threads=1)
     result = out.reshape(planes, rows * ty, cols * tx)[:, :height, :width].reshape(shape)
     return np.moveaxis(result, -3, -1) if has_channels else result

@@ -196,8 +196,8 @@ def _chain(previous: Any, frames: Any, params: tuple) -> tuple:
 def _whole_chain(backend_name: str, params: tuple) -> Callable:
     """:func:`_chain` compiled as one program with backend ``backend_name``'s jit (JAX). Each
     step is already a compiled kernel; jitting the chain as a whole lets XLA drop the
-    intermediate arrays between the steps' programs and dispatches once per call (DESIGN.md:
-    jit whole pipelines)."""
+    intermediate arrays between the steps' programs and dispatches once per call instead of once
+    per step."""
     return backends.get(backend_name).jit(functools.partial(_chain, params=params))
 
 

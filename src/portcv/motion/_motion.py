@@ -176,8 +176,8 @@ def _difference_jax_compiled(beta: int, variant: str) -> Any:
     reduce-window scans on a GPU (4x the memory traffic, and slower per byte). Same bits.
     Optimization barriers keep the two passes and the result in memory: left to itself, XLA
     fused the vertical pass (and the 0/255 map) into the density's reduction, which then
-    recomputed every tap per cell row (H100, 4K: 2.1 of 4.1 ms of the motion pipeline; 1.5x
-    faster at 1080p and 4K with the barriers, 5 % slower at 640x480).
+    recomputed every tap per cell row, half of the motion pipeline's time at 4K; with the
+    barriers 1080p and 4K are faster, 640x480 a little slower (docs/benchmarks.md).
     """
     import jax.numpy as jnp
     from jax import lax

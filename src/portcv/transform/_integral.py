@@ -61,8 +61,8 @@ def _integral_numpy(img: Any, *, has_channels: bool, squared: bool, dtype: str) 
     # Band by band (rows of about 512 KiB of sums, which stay in the cache between the two
     # scans): along x with np.cumsum (a C loop), then down, one row at a time from the finished
     # row above the band (np.cumsum along axis 0 walks each column with a row-sized stride and
-    # was 7x slower than these row-by-row vector adds). One thread: two threads contending for
-    # the GIL between the ~1 us row adds were slower (measured on 2 cores). Integer additions:
+    # was slower than these row-by-row vector adds). One thread: the row adds are short, and two
+    # threads contending for the GIL between them were slower (docs/benchmarks.md). Integer additions:
     # the caller's int32 bound (255 * H * W < 2**31) covers every partial sum, as int64 does
     # for squares (255**2 * H * W < 2**63).
     bands = row_bands(height, width * channels, planes=planes, target=1 << 17)
@@ -100,8 +100,8 @@ def tile_geometry(channels: int, squared: bool) -> tuple[int, int]:
 def _integral_jax(img: Any, *, has_channels: bool, squared: bool, dtype: str) -> Any:
     b = backend()
     if b.runs_on_host and img.dtype == np.uint8:
-        # XLA:CPU lowers cumsum to a windowed reduction: 17.8 ms for a 1080p frame, 39x OpenCV;
-        # NumPy's row prefix sums and row adds take 2.4 ms on the same host memory.
+        # XLA:CPU lowers cumsum to a windowed reduction, several times slower than NumPy's row
+        # prefix sums and row adds on the same host memory (docs/benchmarks.md).
         from ..backends.jax import host_call
 
         return host_call(integral_kernel, img, has_channels=has_channels, squared=squared, dtype=dtype)

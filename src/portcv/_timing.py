@@ -1,9 +1,19 @@
-"""Timing helpers shared by every tool in tools/: CUDA events, synchronized latency, JAX back-to-back.
+"""How portcv measures time: the one definition used by asv, the ``portcv`` command line and tools/.
 
-One place for how portcv measures (docs/benchmarks.md): GPU backends are judged by the time per
-call of many back-to-back calls (CUDA events on CuPy, one wait at the end on JAX), with the
-latency of one call waited for on the host reported beside it. :func:`device_ms` adds the GPU's
-own time per call, host dispatch hidden, where a slow host hides what the kernels cost.
+- **NumPy (host) wall time**: the median of synchronized calls after a warm-up
+  (:func:`host_time_ms`, :func:`synced_s`, :func:`warm_then_synced_s`; ``wait`` makes a call
+  synchronous on a device backend, ``Backend.block``).
+- **GPU backends** are judged by the time per call of many back-to-back calls: CUDA events
+  around them on CuPy (:func:`gpu_time_ms`), one wait at the end on JAX (:func:`jax_queue_ms`),
+  either through :func:`queued_ms` or, for any backend, :func:`queued_s`. The latency of one
+  call waited for on the host is reported beside it (:func:`synced_ms`); :func:`device_ms`
+  gives the GPU's own time per call with the host's dispatch hidden, where a slow host hides
+  what the kernels cost.
+- **Per frame in batches**: one call on a stack of frames, its median time divided by the
+  number of frames (:func:`per_frame_s`), so a GPU's batch and a host's single frame compare.
+
+CuPy and JAX are imported inside the functions that need them: importing this module imports
+neither. Every host clock reading goes through :data:`_clock` (a fake clock in the tests).
 """
 
 from __future__ import annotations
@@ -11,6 +21,66 @@ from __future__ import annotations
 import statistics
 import time
 from typing import Any, Callable
+
+#: The host clock every measurement here reads (seconds).
+_clock: Callable[[], float] = time.perf_counter
+
+
+def _no_wait(out: Any) -> Any:
+    return out
+
+
+def synced_s(call: Callable[[], Any], *, min_calls: int = 1, max_calls: int = 100,
+             budget_s: float = 0.0) -> list[float]:
+    """Seconds of each timed call of ``call`` (which must return only when its work is done):
+    at least ``min_calls`` calls, more (up to ``max_calls``) while their sum is under ``budget_s``."""
+    times: list[float] = []
+    while len(times) < min_calls or (len(times) < max_calls and sum(times) < budget_s):
+        t0 = _clock()
+        call()
+        times.append(_clock() - t0)
+    return times
+
+
+def warm_then_synced_s(fn: Callable[[], Any], wait: Callable[[Any], Any] = _no_wait, *, min_calls: int = 1,
+                       max_calls: int = 100, budget_s: float = 0.0) -> tuple[float, list[float], Any]:
+    """``(first call's seconds, seconds of each timed call, the last call's output)``: one call
+    first (it includes JIT and kernel compilation, so it is reported apart), then the calls of
+    :func:`synced_s`, each ``wait(fn())``."""
+    t0 = _clock()
+    out = wait(fn())
+    first = _clock() - t0
+    last = [out]
+
+    def call() -> None:
+        last[0] = wait(fn())
+
+    times = synced_s(call, min_calls=min_calls, max_calls=max_calls, budget_s=budget_s)
+    return first, times, last[0]
+
+
+def queued_s(fn: Callable[[], Any], wait: Callable[[Any], Any] = _no_wait, *, calls: int,
+             rounds: int = 5) -> float:
+    """Seconds per call of ``calls`` back-to-back calls waited for once at the end (``wait`` on
+    the last output), the median of ``rounds``: on a GPU the host queues the next call while the
+    previous one's kernels run, so this is the larger of the host's dispatch and the GPU's work
+    per call. The same quantity as :func:`gpu_time_ms`'s first value and :func:`jax_queue_ms`."""
+    times: list[float] = []
+    for _ in range(rounds):
+        t0 = _clock()
+        for _ in range(calls - 1):
+            fn()
+        wait(fn())
+        times.append((_clock() - t0) / calls)
+    return statistics.median(times)
+
+
+def per_frame_s(fn: Callable[[], Any], frames: int, wait: Callable[[Any], Any] = _no_wait, *,
+                min_calls: int = 3, max_calls: int = 100, budget_s: float = 0.5) -> float:
+    """Median seconds of one synchronized call of ``fn`` on a batch of ``frames`` frames, per frame
+    (``fn`` warmed up already)."""
+    times = synced_s(lambda: wait(fn()), min_calls=min_calls, max_calls=max_calls, budget_s=budget_s)
+    return statistics.median(times) / frames
 
 
 def gpu_time_ms(fn, repeat=200, warmup=10, rounds=5):
@@ -34,10 +104,10 @@ def gpu_time_ms(fn, repeat=200, warmup=10, rounds=5):
         per_call.append(cupy.cuda.get_elapsed_time(start, stop) / repeat)
     latency = []
     for _ in range(20):
-        t0 = time.perf_counter()
+        t0 = _clock()
         fn()
         stream.synchronize()
-        latency.append((time.perf_counter() - t0) * 1e3)
+        latency.append((_clock() - t0) * 1e3)
     return statistics.median(per_call), statistics.median(latency)
 
 
@@ -57,12 +127,12 @@ def _spin_cycles(fn, calls):
     fn()
     stream = cupy.cuda.get_current_stream()
     stream.synchronize()
-    t0 = time.perf_counter()
+    t0 = _clock()
     for _ in range(calls):
         fn()
     stream.synchronize()
     hz = cupy.cuda.Device().attributes["ClockRate"] * 1e3  # kHz
-    return int(4 * (time.perf_counter() - t0) * hz) + 100_000
+    return int(4 * (_clock() - t0) * hz) + 100_000
 
 
 def _behind_spin(fn, calls, cycles):
@@ -108,20 +178,20 @@ def jax_queue_ms(fn, repeat=100, warmup=5, rounds=5):
     asynchronously): the same quantity as :func:`gpu_time_ms`'s first value, so CuPy and JAX
     compare like with like. The median of ``rounds``. Only the last call's output is kept (one
     device runs the calls in order; not so for outputs spread over several devices): holding
-    all 20 outputs of a batched convolve3d (103 MB each) made JAX's allocator grow, and the calls
-    timed 337.5 µs a clip against 67.7 waited for one by one (H200)."""
+    the outputs of a batched convolve3d made JAX's allocator grow and the calls time several times
+    slower than waited for one by one (figures: docs/benchmarks.md, "How GPU time is measured")."""
     import jax
 
     for _ in range(warmup):
         jax.block_until_ready(fn())
     per_call = []
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0 = _clock()
         out = None
         for _ in range(repeat):
             out = fn()
         jax.block_until_ready(out)
-        per_call.append((time.perf_counter() - t0) * 1e3 / repeat)
+        per_call.append((_clock() - t0) * 1e3 / repeat)
     return statistics.median(per_call)
 
 
@@ -134,25 +204,28 @@ def queued_ms(backend_name, fn, repeat=20, warmup=3, rounds=3):
 
 
 def jax_time_ms(fn, repeat=100, warmup=5):
+    """Median latency (ms) of one JAX call waited for on the host (``block_until_ready``), after
+    ``warmup`` calls."""
     import jax
 
     for _ in range(warmup):
         jax.block_until_ready(fn())
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = _clock()
         jax.block_until_ready(fn())
-        times.append((time.perf_counter() - t0) * 1e3)
+        times.append((_clock() - t0) * 1e3)
     return statistics.median(times)
 
 
 def host_time_ms(fn, repeat=5):
+    """Median wall time (ms) of ``repeat`` host calls after one warm-up call (NumPy, OpenCV)."""
     fn()
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = _clock()
         fn()
-        times.append((time.perf_counter() - t0) * 1e3)
+        times.append((_clock() - t0) * 1e3)
     return statistics.median(times)
 
 
@@ -174,10 +247,10 @@ def synced_ms(fn: Callable[[], Any], n: int = 50) -> float:
     cupy.cuda.get_current_stream().synchronize()
     times = []
     for _ in range(n):
-        t0 = time.perf_counter()
+        t0 = _clock()
         fn()
         cupy.cuda.get_current_stream().synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
+        times.append((_clock() - t0) * 1e3)
     return statistics.median(times)
 
 
@@ -192,13 +265,13 @@ def timed(fn: Callable[[], Any], repeat: int, cupy_events: bool) -> tuple[Any, f
 
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
-        t0 = time.perf_counter()
+        t0 = _clock()
         result = fn()
         if cupy_events:
             end.record()
             end.synchronize()
             gpus.append(cupy.cuda.get_elapsed_time(start, end))
-        walls.append((time.perf_counter() - t0) * 1e3)
+        walls.append((_clock() - t0) * 1e3)
     return result, statistics.median(walls), (statistics.median(gpus) if gpus else None)
 
 
@@ -214,9 +287,9 @@ def interleaved_ms(fns: dict[str, Callable[[], Any]], rounds: int = 15, warmup: 
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = _clock()
             fn()
-            times[name].append((time.perf_counter() - t0) * 1e3)
+            times[name].append((_clock() - t0) * 1e3)
     return {name: statistics.median(t) for name, t in times.items()}
 
 

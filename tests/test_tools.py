@@ -95,6 +95,21 @@ def test_measure_lists_every_measurement_module():
     assert bad.returncode == 2 and "no measurement 'no-such'" in bad.stderr
 
 
+def test_measure_runs_a_measurement_with_its_own_command_line():
+    """The dispatcher runs the module as ``__main__`` with the arguments after NAME (a host one,
+    tiny: 6 frames of 64 x 48)."""
+    done = subprocess.run([sys.executable, "-m", "tools.measure", "stream-bandwidth", "--size", "64x48", "--frames", "6"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("64x48, noise sigma 4.0, 6 frames")
+    from portcv import stream
+
+    assert [line.split(" |")[0] for line in done.stdout.splitlines()[3:]] == [f"| {e}" for e in stream.ENCODINGS]
+    as_file = subprocess.run([sys.executable, str(TOOLS / "measure.py"), "stream-bandwidth"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert as_file.returncode == 2 and "python -m tools.measure" in as_file.stderr
+
+
 SYS_PATH_EDIT = re.compile(r"sys\.path\.(insert|append|extend)|sys\.path\s*(\+?=|\[)")
 
 

@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:18s} {'[GPU] ' if gpu else ''}{summary(file)}")
         return 0
     name, args = argv[0], argv[1:]
+    if not __package__:  # run as a file: the repository root is not on the import path
+        print("measure: run it from the repository root as python -m tools.measure", file=sys.stderr)
+        return 2
     if name not in MEASUREMENTS:
         print(f"measure: no measurement {name!r}; run python -m tools.measure to list them", file=sys.stderr)
         return 2

@@ -189,14 +189,14 @@ def test_import_portcv_is_light_and_domains_are_lazy():
 
 def test_backend_support_table_in_docs_is_current():
     """docs/backends.md carries the table :func:`portcv._kernel.support_table` makes from the
-    overrides' declared capabilities; regenerate it with ``python tools/support_table.py``.
+    overrides' declared capabilities; regenerate it with ``python -m tools.regenerate support-table``.
     (A fresh process: the table is made from the package as a user imports it.)"""
     import subprocess
     import sys
 
-    tool = ROOT / "tools" / "support_table.py"
+    tool = ROOT / "tools" / "generators" / "support_table.py"
     out = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, f"docs/backends.md's support table is stale: run python tools/support_table.py\n{out.stderr}"
+    assert out.returncode == 0, f"docs/backends.md's support table is stale: run python -m tools.regenerate support-table\n{out.stderr}"
     assert "| `portcv.filters.median_filter` | `median_filter` |" in (ROOT / "docs" / "backends.md").read_text()
 
 

@@ -11,7 +11,7 @@ Reads ``asv_bench/results/<machine>/*.json`` (every machine: the CPU runs and th
 * ``docs/img/speedup_vs_pixels.png``: speedup over NumPy against pixel count, one panel per
   backend, one line per op and machine (the style of the papers' Figures 26-28);
 * ``docs/img/roofline.png``: achieved GB/s per op and backend at the largest frame, with the
-  device's measured copy bandwidth as the roof (from ``tools/gpu_bench.py --json``'s output,
+  device's measured copy bandwidth as the roof (from ``tools/measurements/gpu_bench.py --json``'s output,
   ``asv_bench/measurements/gpu_bench_h100.json`` by default, which also adds its kernel-only CuPy GB/s).
 
 Usage::
@@ -267,10 +267,10 @@ def report_markdown(runs: list[Run], gpu_bench: dict | None, gpu_machine: str, i
         bw = bandwidth_table(run, copy_gbs)
         if bw:
             roof = (f"; in brackets the fraction of the measured device-to-device copy bandwidth, "
-                    f"{copy_gbs:.0f} GB/s (`tools/gpu_bench.py`)") if copy_gbs else ""
+                    f"{copy_gbs:.0f} GB/s (`tools/measurements/gpu_bench.py`)") if copy_gbs else ""
             out += [f"Achieved bandwidth, compulsory bytes over the median call time{roof}.", ""] + bw + [""]
     if gpu_bench:
-        out += [f"### Kernel-only CuPy figures (`tools/gpu_bench.py`, {gpu_bench.get('device', '?')})", "",
+        out += [f"### Kernel-only CuPy figures (`tools/measurements/gpu_bench.py`, {gpu_bench.get('device', '?')})", "",
                 "CUDA-event time per frame in a batch of 8 (launch cost amortized), achieved GB/s and the "
                 f"fraction of the measured copy bandwidth ({gpu_bench.get('copy_GBps', float('nan')):.0f} GB/s).", "",
                 "| op | size | cupy ms/frame | GB/s | of copy bandwidth |", "|---|---|---|---|---|"]
@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc", default=str(ROOT / "docs" / "benchmarks.md"), help="markdown file with the markers")
     parser.add_argument("--img", default=str(ROOT / "docs" / "img"), help="folder for the PNG plots")
     parser.add_argument("--gpu-bench", default=str(ROOT / "asv_bench" / "measurements" / "gpu_bench_h100.json"),
-                        help="tools/gpu_bench.py --json output (used if present)")
+                        help="tools/measurements/gpu_bench.py --json output (used if present)")
     parser.add_argument("--gpu-machine", default="h100", help="the asv machine the --gpu-bench figures belong to")
     parser.add_argument("--commit", default=None, help="use this commit (hash prefix) instead of each machine's newest")
     parser.add_argument("--machines", default=None, help="comma-separated machines (default: all)")

@@ -3,8 +3,9 @@
 # timing command with this working tree's src/ and with a base copy of src/, alternating (A B A B)
 # so drifts of the shared machine show. How a kernel change is judged before its GPU proof.
 #   here:   rm -rf .device/base && mkdir -p .device/base && git archive main src | tar -x -C .device/base
-#   device: BASE=.device/base bash tools/gpu_ab.sh python3 kernel_split.py dcbf
-# The command runs in tools/ (kernel_split.py, zoom_timing.py, volume_timing.py, ...); wheels in
+#   device: BASE=.device/base bash tools/gpu_ab.sh python3 -m tools.measure kernel-split dcbf
+# The command runs in the repository root (python3 -m tools.measure kernel-split, zoom-timing,
+# volume-timing, ...: the measurements come from this tree, portcv from each side); wheels in
 # .whl/ are installed first as tools/gpu_check.sh does.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,6 @@ export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 for round in 1 2; do
   for side in "this tree:$PWD/src" "base:$BASE/src"; do
     echo "== round $round, ${side%%:*}"
-    (cd tools && PYTHONPATH="$SITE${side#*:}" "$@") 2>&1 | grep -v Warning
+    (PYTHONPATH="$SITE${side#*:}" "$@") 2>&1 | grep -v Warning
   done
 done

@@ -27,8 +27,8 @@ if [ "${1:-all}" != "bench" ]; then
   status=${PIPESTATUS[0]}
 fi
 if [ "${1:-all}" != "tests" ]; then
-  python3 tools/gpu_profile.py 2>&1 | tee "$OUT/gpu_profile.txt"
-  python3 tools/gpu_bench.py --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.txt"
+  python3 -m tools.measure gpu-profile 2>&1 | tee "$OUT/gpu_profile.txt"
+  python3 -m tools.measure gpu-bench --json "$OUT/gpu_bench.json" 2>&1 | tee "$OUT/gpu_bench.txt"
 fi
 tail -n 1 "$OUT/pytest.txt" 2>/dev/null
 exit $status

@@ -1,5 +1,5 @@
 """portcv.distributed: the tiling engine and the per-file core, in one process (no timing of clusters
-against each other here: scaling over workers is ``tools/scaleout_bench.py``'s job, run by hand on
+against each other here: scaling over workers is ``tools/measurements/scaleout_bench.py``'s job, run by hand on
 a quiet machine).
 
 - :class:`Halo`: ``halo`` of an op and of a chain (pure Python on parameters).

@@ -159,10 +159,10 @@ def test_cuda_median_circuits_select_the_median(k):
 
 def test_median_circuits_are_generated():
     """_median.cu's tile blocks and _median_networks.py (the JAX circuits) are what
-    tools/median_networks.py generates, from one construction."""
-    tool = Path(__file__).resolve().parents[2] / "tools" / "median_networks.py"
+    tools/generators/median_networks.py generates, from one construction."""
+    tool = Path(__file__).resolve().parents[2] / "tools" / "generators" / "median_networks.py"
     result = subprocess.run([sys.executable, str(tool), "--check"], capture_output=True, text=True)
-    assert result.returncode == 0, "_median.cu or _median_networks.py is out of date: run tools/median_networks.py"
+    assert result.returncode == 0, "_median.cu or _median_networks.py is out of date: run python -m tools.regenerate median-networks"
     # and the Python table equals the C macros gate by gate
     text = MEDIAN_CU.read_text()
     for k in portcv.filters._median.CIRCUIT_KSIZES:

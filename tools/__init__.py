@@ -1,0 +1,1 @@
+"""Entry points and measurements of portcv's repository tools (see tools/README.md)."""

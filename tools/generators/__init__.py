@@ -1,0 +1,1 @@
+"""The generators ``python -m tools.regenerate TARGET`` runs, one module each."""

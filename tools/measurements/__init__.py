@@ -1,0 +1,1 @@
+"""The measurements ``python -m tools.measure NAME`` runs, one module each."""

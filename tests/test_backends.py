@@ -162,9 +162,9 @@ def test_cached_constant_made_inside_a_users_jit_outlives_the_trace():
 
 
 def test_cached_constant_keeps_a_bounded_number():
-    for i in range(backends._CONSTANTS_KEPT + 10):
+    for i in range(backends._registry._CONSTANTS_KEPT + 10):
         backends.cached_constant(("bounded test", i), lambda: np.zeros(1))
-    assert len(backends._CONSTANTS) == backends._CONSTANTS_KEPT
+    assert len(backends._registry._CONSTANTS) == backends._registry._CONSTANTS_KEPT
     built = []
     backends.cached_constant(("bounded test", 0), lambda: built.append(0) or np.zeros(1))  # evicted: built again
     assert built == [0]

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import Backend, BackendUnavailableError
+from ._registry import Backend, BackendUnavailableError
 
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 

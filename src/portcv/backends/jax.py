@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import Backend, BackendUnavailableError
+from ._registry import Backend, BackendUnavailableError
 
 #: XLA options of every program portcv compiles (``jax.jit``'s ``compiler_options``).
 #: ``xla_gpu_graph_min_graph_size=1``: XLA:GPU runs a program of fewer than 5 kernels (its default
@@ -259,7 +259,7 @@ def host_call(kernel: Any, *arrays: Any, same_shape_as: str | None = None, **par
 def _host_program(kernel: Any, same_shape_as: str | None, items: tuple) -> Callable:
     import jax
 
-    from . import get, using
+    from ._registry import get, using
 
     params = dict(items)
 

@@ -16,6 +16,7 @@ from ._gaussian import gaussian_blur, gaussian_kernel, gaussian_taps_q8
 from ._gradients import gradients, sobel
 from ._median import median_filter
 from ._separable import box_blur, mean_filter, sep_filter
+from . import _bilateral_cuda, _bilateral_pallas  # noqa: F401  (register the bilateral's CuPy and JAX overrides)
 
 __all__ = [
     "sep_filter",

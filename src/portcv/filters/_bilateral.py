@@ -416,7 +416,3 @@ def joint_bilateral(
     radius = max(d // 2 if d > 0 else round(1.5 * sigma_space), 1)  # OpenCV's rule (cvRound: half even)
     return run_bilateral(guide, values, spatial_window(radius, sigma_space, window), sigma_color,
                          guide_channels=gc, value_channels=vc, border=border, color_norm=color_norm)
-
-
-from . import _bilateral_cuda  # noqa: E402,F401  (registers the CuPy override)
-from . import _bilateral_pallas  # noqa: E402,F401  (registers the JAX override)

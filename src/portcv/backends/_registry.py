@@ -21,6 +21,7 @@ __all__ = [
     "BackendUnavailableError",
     "register",
     "registered_backends",
+    "registered",
     "get",
     "use",
     "using",
@@ -77,6 +78,9 @@ class Backend:
     #: A fixed chain of launches can be recorded once and replayed with one launch (CuPy: a CUDA
     #: graph, :meth:`record`): per-frame scans whose cost is the host's launches use it.
     records_launches: bool = False
+    #: Its arrays live only on CUDA GPUs (CuPy): a cluster runs one worker process per visible
+    #: GPU, pinned by ``CUDA_VISIBLE_DEVICES``. (JAX picks its device when it loads: False.)
+    needs_gpu: bool = False
 
     def __init__(self) -> None:
         if not self.family:
@@ -181,6 +185,23 @@ class Backend:
         return None
 
     @property
+    def pallas_usable(self) -> bool:
+        """Whether JAX Pallas kernels (Triton lowering) compile and run on this backend's device:
+        portcv's Pallas overrides ask this first and give way to their XLA versions otherwise."""
+        return False
+
+    def device_count(self) -> int:
+        """How many devices this backend can put arrays on (``device_scope`` takes 0 to count - 1)."""
+        return 1
+
+    def device_scope(self, device: int | None) -> Any:
+        """A context in which this backend's new arrays and launches go to device ``device``
+        (``None``: the current one)."""
+        if device is not None and int(device) != 0:
+            raise ValueError(f"devices: backend {self.name!r} has one device (0), got {device!r}")
+        return contextlib.nullcontext()
+
+    @property
     def device(self) -> str:
         return "cpu"
 
@@ -213,6 +234,15 @@ def register(backend_obj: Backend, *, replace: bool = False) -> Backend:
 def registered_backends() -> list[str]:
     """Names of every registered backend, available here or not."""
     return list(_REGISTRY)
+
+
+def registered(name: str) -> Backend:
+    """The backend registered as ``name``, not loaded (its framework is not imported): for what a
+    backend declares (``needs_gpu``, ``module_name``, ``install_hint``) before it runs anywhere."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; registered backends are {registered_backends()}") from None
 
 
 def get(name: str | Backend) -> Backend:

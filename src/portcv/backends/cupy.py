@@ -31,6 +31,7 @@ class CupyBackend(Backend):
     overlaps_uploads = True
     first_call_compiles = True
     records_launches = True
+    needs_gpu = True
 
     def _load(self) -> Any:
         try:
@@ -68,6 +69,16 @@ class CupyBackend(Backend):
 
     def device_key(self) -> Any:
         return self.name, current_device_id()
+
+    def device_count(self) -> int:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+
+    def device_scope(self, device: int | None) -> Any:
+        import cupy
+
+        return contextlib.nullcontext() if device is None else cupy.cuda.Device(int(device))
 
     def empty_pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         import cupyx

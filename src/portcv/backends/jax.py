@@ -120,6 +120,26 @@ class JaxBackend(Backend):
         return jax.devices()[0].platform == "cpu"
 
     @property
+    def pallas_usable(self) -> bool:  # type: ignore[override]
+        """On a GPU whose JAX still lowers Pallas Triton kernels (:func:`pallas_triton_usable`)."""
+        return not self.runs_on_host and pallas_triton_usable()
+
+    def device_count(self) -> int:
+        import jax
+
+        return len(jax.devices())
+
+    def device_scope(self, device: int | None) -> Any:
+        import jax
+
+        if device is None:
+            return contextlib.nullcontext()
+        devs = jax.devices()
+        if int(device) >= len(devs):
+            raise ValueError(f"devices: JAX has {len(devs)} device(s), got {device!r}")
+        return jax.default_device(devs[int(device)])
+
+    @property
     def numpy_runs_faster(self) -> bool:  # type: ignore[override]
         """On the CPU: JAX's arrays are host memory, and NumPy's scans beat XLA:CPU's there."""
         return self.runs_on_host

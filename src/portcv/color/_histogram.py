@@ -36,7 +36,7 @@ import numpy as np
 from .. import _validate
 from .._kernel import kernel
 from ..backends import asarray, backend, owner_of
-from ..backends.jax import jit, pallas_triton_usable, quiet_pallas_triton
+from ..backends.jax import jit, quiet_pallas_triton
 
 #: Bin counts a histogram may have: the divisors of 256 (bin = value * bins // 256).
 BINS = tuple(1 << k for k in range(9))
@@ -233,8 +233,6 @@ def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: boo
 
 @histogram_kernel.override("jax")
 def _histogram_jax(img: Any, *, bins: int, has_channels: bool) -> Any:
-    import jax
-
     if backend().runs_on_host and img.dtype == np.uint8:
         # XLA:CPU's scatter-add is serial (4.4 ms for a 1080p frame, 6.9x OpenCV); NumPy's
         # counts take 2 ms on the same host memory.
@@ -244,7 +242,7 @@ def _histogram_jax(img: Any, *, bins: int, has_channels: bool) -> Any:
 
     # On a GPU: one-hot products on the tensor cores (pallas_histogram). Elsewhere, and for
     # several channels, a scatter-add: XLA's CPU sort takes ~1 s for a 4K frame (see run()).
-    if jax.default_backend() == "gpu" and pallas_triton_usable():
+    if backend().pallas_usable:
         counted = pallas_histogram(tuple(img.shape), bins, has_channels)
         if counted is not None:
             with quiet_pallas_triton():  # JAX lowers the kernel at the first call

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._border import pad_axis
 from ..backends import backend
-from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
+from ..backends.jax import quiet_pallas_triton
 from ._bilateral import WEIGHT_BITS, bilateral_kernel, bordered, offset_terms, weighted_mean
 
 #: A program's tile: rows x columns (powers of two, as Triton's blocks must be) and its warps.
@@ -43,7 +43,7 @@ def _bilateral_jax(guide: Any, values: Any, table: Any, spatial: Any, *, offsets
                    keep_known: bool, wide: bool) -> Any:
     params = dict(offsets=offsets, radius=radius, guide_channels=guide_channels, value_channels=value_channels,
                   border=border, color_norm=color_norm, hole=hole, keep_known=keep_known, wide=wide)
-    if not backend().runs_on_host and pallas_triton_usable():
+    if backend().pallas_usable:
         build = pallas_bilateral_holes if keep_known and hole is not None else pallas_bilateral
         run = build(tuple(guide.shape), tuple(values.shape), np.dtype(values.dtype).name, **params)
         if run is not None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import backend, require_dtype
-from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
+from ..backends.jax import quiet_pallas_triton
 from .._border import border_indices
 from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilter_kernel, spline_zoom_kernel
 
@@ -25,7 +25,7 @@ from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilt
 @spline_zoom_kernel.override("jax", supports="every input (on a GPU: two Pallas kernels)")
 def _spline_zoom_jax(coef: Any, *, order: int, size: tuple[int, int], has_channels: bool, frac_bits: int) -> Any:
     params = dict(order=order, size=size, has_channels=has_channels, frac_bits=frac_bits)
-    if not backend().runs_on_host and pallas_triton_usable():
+    if backend().pallas_usable:
         run = pallas_zoom(tuple(coef.shape), np.dtype(coef.dtype).name, **params)
         if run is not None:
             with quiet_pallas_triton():  # JAX lowers the kernel at the first call
@@ -180,7 +180,7 @@ PREFILTER_TILES = ((8, 32, 1), (8, 32, 1))
 
 @spline_prefilter_kernel.override("jax", supports="uint8 images (on a GPU: two Pallas kernels)")
 def _spline_prefilter_jax(img: Any, *, has_channels: bool) -> Any:
-    if not backend().runs_on_host and pallas_triton_usable() and np.dtype(img.dtype) == np.uint8:
+    if backend().pallas_usable and np.dtype(img.dtype) == np.uint8:
         run = pallas_prefilter(tuple(img.shape), has_channels=has_channels, tiles=PREFILTER_TILES)
         if run is not None:
             with quiet_pallas_triton():

@@ -34,7 +34,7 @@ from .. import _validate
 from .._border import BORDER_CODE, BORDERS, pad_axis
 from .._kernel import kernel
 from ..backends import backend, require_dtype, to_numpy
-from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
+from ..backends.jax import quiet_pallas_triton
 from ..filters._separable import OUT_DTYPES, finish_accumulator
 
 #: Video dtypes and their value ranges (the exactness bounds use the largest magnitude).
@@ -52,14 +52,17 @@ FFT_BOUND_LIMIT = 0.25
 FFT_BOUND_CONSTANT = 12.0
 #: ``auto``'s cost model, measured at the article's size (720x560, k + 3 frames in, 4 out):
 #: seconds per multiply-add of ``direct`` and seconds per ``N log2 N`` unit of the FFT side,
-#: which is ``hybrid`` everywhere. On the host (NumPy, 2 cores): direct ~2 ns per MAC, the float64 3-D FFT
-#: ~1.5 ns per unit and the hybrid method faster still (paper size, k = 15: direct ~20 s, 3-D FFT
-#: 0.30 s, hybrid 0.18 s). On a GPU (H200, 16 clips a call, GPU time; asv Convolve3DGpuTime):
-#: CuPy's CUDA direct kernel ~0.06 ps per MAC (k = 15: 334 µs a clip) and its hybrid method
-#: ~0.5 ps per unit (k = 5, 9, 15: 122, 144, 258 µs a clip), so hybrid wins from about k = 15;
-#: JAX's Pallas direct kernel ~0.18 ps per MAC (k = 5, 9: 38, 207) and its hybrid method ~0.58
-#: ps per unit (126, 179, 329), so there hybrid wins from k = 9. Other GPU backends: CuPy's.
-COSTS = {"host": (2e-9, 1.5e-9), "cupy": (6e-14, 5e-13), "jax": (1.8e-13, 5.8e-13)}
+#: which is ``hybrid`` everywhere, for each kind of executor a backend is (:func:`executor`). On
+#: the host the hybrid method wins at every size; with CuPy's CUDA direct kernel hybrid wins from
+#: about k = 15, with JAX's Pallas direct kernel from k = 9 (the figures: docs/benchmarks.md,
+#: "convolve3d's cost model"). Other device backends: the CUDA kernels' figures.
+COSTS = {"host": (2e-9, 1.5e-9), "cuda kernels": (6e-14, 5e-13), "compiled programs": (1.8e-13, 5.8e-13)}
+
+
+def executor(b: Any) -> str:
+    """The :data:`COSTS` entry of backend ``b``, from what it declares: arrays in host memory,
+    whole programs compiled (XLA on a device), or else launched kernels (CuPy)."""
+    return "host" if b.runs_on_host else "compiled programs" if b.compiles_programs else "cuda kernels"
 
 
 @functools.lru_cache(maxsize=None)
@@ -215,7 +218,7 @@ def choose_method(method: str, video_dtype: Any, padded_shape: tuple[int, ...], 
     # auto: direct costs one multiply-add per nonzero tap and output; the 3-D FFT ~ N log2 N per
     # transform, three transforms (video, kernel, inverse) per kernel of the bank.
     b = backend()
-    per_mac, per_unit = COSTS["host"] if b.runs_on_host else COSTS.get(b.name, COSTS["cupy"])
+    per_mac, per_unit = COSTS[executor(b)]
     f, kt, kh, kw = taps.shape
     outputs = (padded_shape[-3] - kt + 1) * (padded_shape[-2] - kh + 1) * (padded_shape[-1] - kw + 1)
     direct = per_mac * outputs * int(np.count_nonzero(taps))
@@ -542,7 +545,7 @@ def _convolve3d_direct_jax(video: Any, *, taps: tuple, shape: tuple, border: str
     padded = pad_video(backend().xp, video, shape[1:], border, border_value, time_mode)
     w4 = _taps_array(taps, shape)
     if _float32_exact_for(dtype_name(padded.dtype), taps, shape):
-        if not backend().runs_on_host and pallas_triton_usable():
+        if backend().pallas_usable:
             conv = pallas_conv3d(tuple(padded.shape), shape)
             if conv is not None:
                 return conv(padded, w4.astype(np.float32))
@@ -576,7 +579,7 @@ def pallas_conv3d(shape: tuple, kernel_shape: tuple, interpret: bool = False) ->
     """Jitted exact 3-D correlation of a padded volume ``(..., Tp, Hp, Wp)`` with float32 taps
     ``(F, kt, kh, kw)`` by a Pallas (Triton) kernel -> ``(..., F, T, H, W)`` int32, or ``None``
     where the grid would not fit (more than 65,535 programs on a grid axis) or the program would be
-    too large (PALLAS_MAX_LOADS). Its caller checks :func:`pallas_triton_usable` first.
+    too large (PALLAS_MAX_LOADS). Its caller checks :attr:`~portcv.backends.Backend.pallas_usable` first.
 
     XLA's float32 convolution of one channel (cuDNN) runs at under 1 T multiply-add/s on an H200
     at k = 5. Here a program keeps a few output frames of one tile in registers (float32:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from .._delta_host import delta_decode_numpy
 from .._kernel import kernel
 from ..backends import asarray, get, owner_of, to_numpy, using
 from ..backends import backend as active_backend
@@ -143,18 +144,7 @@ def delta_decode_kernel(xp: Any, reference: Any, diffs: Any, positions: Any, cou
     return xp.reshape(updated[:n], reference.shape)
 
 
-@delta_decode_kernel.override("numpy")
-def delta_decode_numpy(reference: Any, diffs: Any, positions: Any, count: Any) -> Any:
-    n = reference.size
-    k = max(0, min(int(count), diffs.shape[0]))
-    p = positions[:k].astype(np.int64)
-    keep = (p >= 0) & (p < n)
-    if not keep.all():
-        p = p[keep]
-    d = diffs[:k] if keep.all() else diffs[:k][keep]
-    out = np.array(reference, copy=True).reshape(-1)
-    out[p] += d.view(np.uint8)  # uint8 += wraps mod 256; positions are distinct
-    return out.reshape(reference.shape)
+delta_decode_kernel.override("numpy")(delta_decode_numpy)
 
 
 @delta_decode_kernel.override("cupy", supports="int32 positions")

@@ -11,7 +11,7 @@ Here everything is exact integer arithmetic:
   no atan2 (:func:`sectors`);
 * the apron is a *gather*: an output pixel is an edge when its own magnitude exceeds t_l and an
   accepted pixel lies within alpha of it in both axes -- the binary dilation of the accepted
-  map by a (2 alpha + 1)^2 box, a separable OR (:func:`box_or`). The paper's listing scatters
+  map by a (2 alpha + 1)^2 box, a separable OR (``portcv._morphology.box_or``). The paper's listing scatters
   255 into the apron from many threads while other threads reset their own pixel to 0 (a race);
   the gather has no race and gives the pseudocode's result.
 
@@ -32,6 +32,7 @@ import numpy as np
 
 from .._border import BORDER_CODE, pad_axis
 from .._kernel import kernel
+from .._morphology import box_or
 from ..backends import backend
 from ..backends.jax import jit
 from ..filters._gradients import gradients_kernel
@@ -111,27 +112,6 @@ def _neighbours(xp: Any, m: Any) -> dict[str, Any]:
         "up_left": at(-1, -1), "up_right": at(-1, 1), "down_left": at(1, -1), "down_right": at(1, 1),
     }
 
-
-def box_or(xp: Any, mask: Any, ry: int, rx: int) -> Any:
-    """Binary dilation of a boolean ``mask`` (last two axes) by a (2 ry + 1) x (2 rx + 1) box.
-
-    Separable: an OR of ``2 rx + 1`` shifted copies along x, then of ``2 ry + 1`` along y, with
-    False outside the image -- ``out[y, x] = any(mask[y + j, x + i], |j| <= ry, |i| <= rx)``,
-    exact, O(rx + ry) work per pixel instead of O(rx * ry).
-    """
-    for axis, r in ((-1, rx), (-2, ry)):
-        if r == 0:
-            continue
-        n = mask.shape[axis]
-        padded = pad_axis(xp, mask, axis, r, r, "constant", 0)
-        out = None
-        for i in range(2 * r + 1):
-            index = [slice(None)] * mask.ndim
-            index[axis] = slice(i, i + n)
-            window = padded[tuple(index)]
-            out = window if out is None else out | window
-        mask = out
-    return mask
 
 
 def _index_range_mask(xp: Any, n: int, low: int, high: int) -> Any:

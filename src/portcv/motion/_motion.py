@@ -170,7 +170,7 @@ def _difference_jax_compiled(beta: int, variant: str) -> Any:
     """JAX: the apron test as two binary dilations instead of window counts.
 
     ``n1 == 0`` is "no searched E1 edge within beta" and ``n1 == size`` is "no searched E1
-    non-edge within beta": both are box ORs (``_edges.box_or``, separable, False outside the
+    non-edge within beta": both are box ORs (``portcv._morphology.box_or``, separable, False outside the
     image) of a 0/1 map, run together on two bits of one uint8 map. XLA fuses each pass's
     shifted ORs into one kernel; the portable version's two cumulative sums of int32 maps are
     reduce-window scans on a GPU (4x the memory traffic, and slower per byte). Same bits.
@@ -182,7 +182,7 @@ def _difference_jax_compiled(beta: int, variant: str) -> Any:
     import jax.numpy as jnp
     from jax import lax
 
-    from ..edges._edges import box_or
+    from .._morphology import box_or
 
     def run(e1: Any, e2: Any) -> Any:
         h, w = e1.shape[-2:]

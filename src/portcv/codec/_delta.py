@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
-from .._delta_host import delta_decode_numpy
+from .._delta_decode import delta_decode_kernel
 from .._kernel import kernel
 from ..backends import asarray, get, owner_of, to_numpy, using
 from ..backends import backend as active_backend
@@ -122,29 +122,6 @@ def _delta_encode_cupy(frame: Any, reference: Any, *, threshold: int, capacity: 
     compact((tiles,), (CUDA_BLOCK,), (f, r, new_reference, n64, th, al, tile_counts, count, cap, positions, diffs))
     return count, diffs, positions, new_reference.reshape(frame.shape)
 
-
-@kernel("delta_decode")
-def delta_decode_kernel(xp: Any, reference: Any, diffs: Any, positions: Any, count: Any) -> Any:
-    """Portable decoder: ``reference`` with ``diffs[k]`` added (mod 256) at ``positions[k]``, ``k < count``.
-
-    Entries at or beyond ``count`` and entries whose position lies outside the frame are
-    ignored (never written out of bounds); positions must be distinct.
-    """
-    n = math.prod(reference.shape)
-    capacity = diffs.shape[0]
-    flat = xp.concat([xp.reshape(reference, (-1,)), xp.zeros(1, dtype=xp.uint8)])  # [n] = dump slot
-    p = xp.astype(positions, xp.int64)
-    valid = (xp.arange(capacity, dtype=xp.int64) < xp.astype(count, xp.int64)) & (p >= 0) & (p < n)
-    dest = xp.where(valid, p, n)
-    # int8 -> uint8 spelled out: d mod 256 in int16, then an in-range cast; the uint8 sum wraps mod 256.
-    d = xp.astype(xp.astype(diffs, xp.int16) & 255, xp.uint8)
-    import array_api_extra as xpx
-
-    updated = xpx.at(flat, dest).set(xp.take(flat, dest) + d)
-    return xp.reshape(updated[:n], reference.shape)
-
-
-delta_decode_kernel.override("numpy")(delta_decode_numpy)
 
 
 @delta_decode_kernel.override("cupy", supports="int32 positions")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _border, _validate
-from ..filters._gaussian import sigma0_gaussian_taps
-from ..filters._separable import MAX_TAPS, separable_filter_kernel
+from .._gaussian_taps import sigma0_gaussian_taps
+from .._separable_pass import MAX_TAPS, separable_filter_kernel
 from ._edges import LOW_PASS_FINISH, MAX_ALPHA, VARIANTS, detect_kernel
 from ._gradient import _floor_square, _threshold
 

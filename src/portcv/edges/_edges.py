@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from .._border import BORDER_CODE, pad_axis
+from .._derivatives import gradients_kernel
 from .._kernel import kernel
 from .._morphology import box_or
+from .._separable_pass import separable_filter_kernel
 from ..backends import backend
 from ..backends.jax import jit
-from ..filters._gradients import gradients_kernel
-from ..filters._separable import separable_filter_kernel
 
 #: Sector codes of :func:`sectors`: the gradient direction, as the paper's four sectors.
 SECTOR_HORIZONTAL, SECTOR_DIAGONAL_45, SECTOR_VERTICAL, SECTOR_DIAGONAL_135, SECTOR_NONE = 0, 1, 2, 3, 4

@@ -17,6 +17,7 @@ from ._gradients import gradients, sobel
 from ._median import median_filter
 from ._separable import box_blur, mean_filter, sep_filter
 from . import _bilateral_cuda, _bilateral_pallas  # noqa: F401  (register the bilateral's CuPy and JAX overrides)
+from .. import _derivatives_cuda, _separable_pass_cuda  # noqa: F401  (the CuPy overrides of the core passes run here)
 
 __all__ = [
     "sep_filter",

@@ -5,7 +5,7 @@ Del Vecchio et al.'s direct form (section II-A, eq. 1): every output sums ``KH *
 kernels that do not factor (user kernels, the Webcam Streaming & Filters report's 2-D Gaussian). The portable
 array-API version (NumPy reference, JAX under jit), its CuPy override, which runs
 ``_convolve.cu``, and its NumPy override (row bands, as the separable filter's); all finish with
-``_separable.finish_accumulator`` / ``finish()`` of ``common.cuh``.
+``portcv._separable_pass.finish_accumulator`` / ``finish()`` of ``common.cuh``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import numpy as np
 from .. import _border, _validate
 from .._border import BORDER_CODE, pad_axis
 from .._kernel import kernel
+from .._separable_pass import MAX_TAPS, finish_accumulator
+from .._separable_pass_cuda import _CUDA_TYPE, _FINISH_CODE
 from ..backends import backend
-from ._separable import _CUDA_TYPE, _FINISH_CODE, MAX_TAPS, finish_accumulator, _shift_finish
+from ._separable import _shift_finish
 
 #: Largest kernel side; the CUDA tile's shared memory is sized for it.
 MAX_SIZE = 31
@@ -73,7 +75,7 @@ def _convolve2d_numpy(
     img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
 ) -> Any:
     from ..backends.numpy import row_bands, run_bands, scratch
-    from ._separable import _sum_dtype, correlate_shifted, finish_band, shift_in_range
+    from .._separable_pass import _sum_dtype, correlate_shifted, finish_band, shift_in_range
 
     xp = backend().xp
     if img.dtype != np.uint8 or img.size == 0:

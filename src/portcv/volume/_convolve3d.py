@@ -33,9 +33,9 @@ import numpy as np
 from .. import _validate
 from .._border import BORDER_CODE, BORDERS, pad_axis
 from .._kernel import kernel
+from .._separable_pass import OUT_DTYPES, finish_accumulator
 from ..backends import backend, require_dtype, to_numpy
 from ..backends.jax import quiet_pallas_triton
-from ..filters._separable import OUT_DTYPES, finish_accumulator
 
 #: Video dtypes and their value ranges (the exactness bounds use the largest magnitude).
 VIDEO_DTYPES = {"uint8": (0, 255), "uint16": (0, 65535), "int16": (-32768, 32767)}

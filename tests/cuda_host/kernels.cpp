@@ -9,7 +9,7 @@ int pf_shared[48 * 1024 / 4];  // _zoom_cuda.cu's prefilter tiles
 int fill_shared[1 << 13];  // _bilateral_cuda.cu's hole fill
 
 #include "../../src/portcv/transform/_zoom_cuda.cu"
-#include "../../src/portcv/filters/_bilateral_cuda.cu"
+#include "../../src/portcv/_bilateral_cuda.cu"
 #include "../../src/portcv/depth/_propagate_cuda.cu"
 #include "../../src/portcv/volume/_convolve3d.cu"
 

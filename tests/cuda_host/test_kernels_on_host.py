@@ -181,7 +181,7 @@ def test_dcbf_hole_kernels_equal_numpy(host_cupy, monkeypatch):
     """DCBF's hole list and warp-per-hole filling (uint8/uint16 depth, grey/RGB guides, both
     norms, square and disk windows, any hole value) give NumPy's bits: every call ``dcbf``
     makes of the joint bilateral kernel runs both."""
-    from portcv.filters import _bilateral
+    from portcv import _bilateral
 
     checked = []
     _compare_through(_bilateral.bilateral_kernel, monkeypatch, checked)

@@ -187,9 +187,10 @@ def test_auto_picks_by_the_cost_model():
 def test_auto_uses_the_gpu_backends_own_costs(name, hybrid_from, monkeypatch):
     """On a GPU, each backend's direct kernel has its own cost per multiply-add (JAX's Pallas
     kernel is about 3x CuPy's CUDA one, their FFTs alike): at the article's size hybrid takes
-    over from k = 15 on CuPy and from k = 9 on JAX. Only the backend's name and place are read,
-    so this runs without a GPU."""
-    gpu = types.SimpleNamespace(name=name, runs_on_host=False)
+    over from k = 15 on CuPy and from k = 9 on JAX. Only what the backend declares is read (its
+    place, whether it compiles whole programs), so this runs without a GPU."""
+    declared = portcv.backends.registered(name)
+    gpu = types.SimpleNamespace(name=name, runs_on_host=False, compiles_programs=declared.compiles_programs)
     monkeypatch.setattr(_convolve3d, "backend", lambda: gpu)
     for k in (5, 7, 9, 11, 13, 15):
         chosen = _convolve3d.choose_method("auto", np.uint8, (k + 3, 559 + k, 719 + k), np.ones((k, k, k), np.int64))

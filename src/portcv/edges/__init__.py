@@ -21,7 +21,7 @@ from ._edges import (
     SECTOR_VERTICAL,
 )
 from ._gradient import direction_sector, gradient, magnitude
-from .. import _derivatives_cuda, _separable_pass_cuda  # noqa: F401  (the CuPy overrides of the core passes run here)
+from .. import _derivatives_cuda, _separable_pass_cuda  # noqa: F401  (the CuPy overrides of the core kernels edges run)
 
 __all__ = [
     "gradient",

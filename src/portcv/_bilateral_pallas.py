@@ -10,7 +10,8 @@ in the same order, so the bits are the same: one tile of pixels (:func:`pallas_b
 where only the holes change (``dcbf(update="holes")``), a list of holes
 (:func:`pallas_bilateral_holes`). Traced as it is, the portable version unrolls its offsets into
 the program, whose compile time grows with the window; the XLA loop reads them from a table
-instead. ``_bilateral.py`` imports this module at its end, which registers the override.
+instead. The packages that run the kernel (``portcv.filters``, ``portcv.depth``) import this module,
+which registers the override.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .._border import pad_axis
-from ..backends import backend
-from ..backends.jax import quiet_pallas_triton
 from ._bilateral import WEIGHT_BITS, bilateral_kernel, bordered, offset_terms, weighted_mean
+from ._border import pad_axis
+from .backends import backend
+from .backends.jax import quiet_pallas_triton
 
 #: A program's tile: rows x columns (powers of two, as Triton's blocks must be) and its warps.
 #: H200, Table 5's task (800 x 600, 11 x 11, 16 frames a call), µs a frame: grey guide 39.6, RGB
@@ -66,7 +67,7 @@ def looped_bilateral() -> Any:
     """
     from jax import lax
 
-    from ..backends.jax import jit
+    from .backends.jax import jit
 
     def run(guide: Any, values: Any, table: Any, spatial: Any, *, offsets: tuple, radius: int,
             guide_channels: bool, value_channels: bool, border: str, color_norm: str, hole: int | None,
@@ -123,7 +124,7 @@ def pallas_bilateral(guide_shape: tuple, values_shape: tuple, values_dtype: str,
     import jax.experimental.pallas as pl
     import jax.experimental.pallas.triton as plgpu
 
-    from ..backends.jax import jit
+    from .backends.jax import jit
 
     g_planes = guide_shape[-1] if guide_channels else 1
     v_planes = values_shape[-1] if value_channels else 1
@@ -219,7 +220,7 @@ def pallas_bilateral_holes(guide_shape: tuple, values_shape: tuple, values_dtype
     import jax.experimental.pallas as pl
     import jax.experimental.pallas.triton as plgpu
 
-    from ..backends.jax import jit
+    from .backends.jax import jit
 
     if not keep_known or hole is None or value_channels:
         return None

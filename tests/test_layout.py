@@ -126,10 +126,11 @@ def test_the_import_graph_has_no_circle():
 
 def test_the_graph_sees_function_level_and_relative_imports():
     graph = _graph()
-    assert "portcv.backends" in graph["portcv.filters._bilateral"]  # from ..backends import ...
-    assert "portcv._validate" in graph["portcv.filters._bilateral"]  # from .. import _validate
-    assert "portcv.backends.numpy" in graph["portcv.filters._bilateral"]  # inside a function
-    assert "portcv.filters._bilateral_cuda" in graph["portcv.filters"]  # from . import twin
+    assert "portcv.backends" in graph["portcv.depth._propagate"]  # from ..backends import ...
+    assert "portcv._validate" in graph["portcv.depth._propagate"]  # from .. import _validate
+    assert "portcv.backends.jax" in graph["portcv.depth._propagate"]  # inside a function
+    assert "portcv.transform._zoom_cuda" in graph["portcv.transform"]  # from . import twin
+    assert "portcv._bilateral_cuda" in graph["portcv.filters"]  # from .. import core twin
     assert _circles({"a": {"b": []}, "b": {"c": []}, "c": {"a": []}, "d": {"a": []}}) == [["a", "b", "c"]]
 
 

@@ -8,6 +8,7 @@ returns the same bits.
 
 from __future__ import annotations
 
+from .. import _tiled_nearest_cuda  # noqa: F401  (registers the CuPy override of the tiles' merge)
 from ._chi_square import AHONEN_WEIGHTS_7X7, chi_square, nearest
 from ._histograms import lbp_histograms
 from ._lbp import METHODS, local_binary_pattern

@@ -21,6 +21,7 @@ leads there.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import portcv
@@ -56,6 +57,7 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def _graph() -> dict[str, dict[str, list[str]]]:
     """``{module: {imported module: ["path:line: statement", ...]}}``."""
     graph: dict[str, dict[str, list[str]]] = {name: {} for name in MODULES}
@@ -160,3 +162,45 @@ def test_private_module_rule():
     assert _is_private_module_of_a_domain("portcv.detect.mct._train")
     assert not _is_private_module_of_a_domain("portcv._kernel")
     assert not _is_private_module_of_a_domain("portcv.backends.jax")
+
+
+@functools.lru_cache(maxsize=None)
+def _top_level_names(path: Path) -> frozenset[str]:
+    """Names a module binds at its top level (definitions, assignments, imports), read from its source."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.If, ast.Try)):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+                elif isinstance(sub, (ast.FunctionDef, ast.ClassDef)):
+                    names.add(sub.name)
+                elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    names.update((alias.asname or alias.name).split(".")[0] for alias in sub.names)
+    return frozenset(names)
+
+
+def test_every_imported_name_exists():
+    """Each ``from portcv... import name`` names a submodule or something the module binds: a
+    function-level import on a GPU-only path (a CuPy launcher) fails only when it runs, so a moved
+    helper whose importer was not updated is caught here, on any machine."""
+    missing = []
+    for name, path in MODULES.items():
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            targets = _targets(name, node)
+            if not targets:
+                continue
+            for alias, target in zip(node.names, targets):
+                if target.endswith(f".{alias.name}"):  # a submodule
+                    continue
+                bound = _top_level_names(MODULES[target])
+                if alias.name not in bound and "__getattr__" not in bound:
+                    missing.append(f"{path.relative_to(SRC.parent)}:{node.lineno}: {alias.name} is not in {target}")
+    assert not missing, "imports of names their module does not have:\n" + "\n".join(missing)

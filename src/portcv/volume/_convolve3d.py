@@ -323,9 +323,9 @@ _CUDA_FRAMES_PER_THREAD = 4
 
 
 def _cuda_x_per_thread(kw: int) -> int:
-    """Output pixels per thread: 8 for narrow kernels (more multiply-adds per tap read: k = 5 and
-    9 took 5 % and 10 % less time than with 4 on an H100), 4 from kw = 11 (at 8, k = 15 needs 136
-    registers and ran 10 % slower)."""
+    """Output pixels per thread: 8 for narrow kernels (more multiply-adds per tap read: faster
+    at k = 5 and 9), 4 from kw = 11 (at 8, k = 15 needs 136 registers and runs slower; the
+    figures: docs/benchmarks.md, "Figures behind the kernels' choices")."""
     return 8 if kw <= 9 else 4
 
 
@@ -474,9 +474,9 @@ def _inverts_kept_frames(t_out: int, t2: int) -> bool:
     """Whether CuPy's 3-D FFT method inverts along time first and then only the kept frames in
     2-D (the same inverse transform, its last step cut to the 'valid' frames) instead of the whole
     3-D inverse: when fewer than half the frames are kept. The inverse along a middle axis costs
-    CuPy transposing copies; on an H200 in batches of 16 clips of Table 1 it paid at k = 9 and 15
-    (4 of 12 and 18 frames kept: 254 against 268 and 425 against 497 µs a clip) and not at k = 5
-    (4 of 8: 205 against 197)."""
+    CuPy transposing copies; measured in batches of Table 1's clips it pays at k = 9 and 15 (4 of
+    12 and 18 frames kept) and not at k = 5 (4 of 8; docs/benchmarks.md, "Figures behind the
+    kernels' choices")."""
     return 2 * t_out < t2
 
 
@@ -558,9 +558,8 @@ def _convolve3d_direct_jax(video: Any, *, taps: tuple, shape: tuple, border: str
 
 #: Pallas convolution: a program makes `frames` output frames of a `rows` x `cols` tile (powers of
 #: two, as Triton's blocks must be) with `warps` warps, chosen by the kernel's width: the first
-#: entry whose kw bound is at least kw. From an H200 sweep of the article's clips in batches of 16,
-#: GPU time a clip (k = 5: 4 x 16 x 128 with 8 warps 32.7 µs, other shapes 33-40; k = 7:
-#: 4 x 4 x 128 with 8 warps 94.3, others 95-121; k = 9: the same 198.7, others 197-226).
+#: entry whose kw bound is at least kw: the fastest of a GPU sweep of the article's clips in
+#: batches (docs/benchmarks.md, "Figures behind the kernels' choices").
 PALLAS_TILES = ((5, (4, 16, 128, 8)), (31, (4, 4, 128, 8)))
 
 
@@ -581,8 +580,8 @@ def pallas_conv3d(shape: tuple, kernel_shape: tuple, interpret: bool = False) ->
     where the grid would not fit (more than 65,535 programs on a grid axis) or the program would be
     too large (PALLAS_MAX_LOADS). Its caller checks :attr:`~portcv.backends.Backend.pallas_usable` first.
 
-    XLA's float32 convolution of one channel (cuDNN) runs at under 1 T multiply-add/s on an H200
-    at k = 5. Here a program keeps a few output frames of one tile in registers (float32:
+    XLA's float32 convolution of one channel (cuDNN) runs far below the GPU's multiply-add rate
+    at small k. Here a program keeps a few output frames of one tile in registers (float32:
     the caller checked that every partial sum is an integer below 2**24, so every product and
     add is exact in any order) and walks the input frames they need: each shifted input tile,
     loaded once, feeds every output frame whose time tap reaches it (the CUDA kernel's

@@ -8,7 +8,7 @@ arithmetic and indexing on every CI run, where there is no GPU. Kernels covered:
 zoom (``_zoom_cuda.cu``), DCBF's hole list and hole filling (``_bilateral_cuda.cu``), the
 propagation's projections, z-buffer and gather (``_propagate_cuda.cu``) and the 3-D
 convolution's padding and sums and its FFT methods' input, spectral sum and rounding
-(``_convolve3d.cu``).
+(``_convolve3d_cuda.cu``).
 """
 
 from __future__ import annotations

@@ -276,7 +276,7 @@ def test_convolve3d_fft_method_kernels_equal_numpy(host_cupy, monkeypatch):
     method's sum along time (banks of kernels, batches, output frames not a multiple of a
     thread's run) and the rounding of the kept part, both ways of inverting the 3-D transform;
     NumPy's bits."""
-    from portcv.volume import _convolve3d
+    from portcv.volume import _convolve3d, _convolve3d_cuda
 
     checked = []
     _compare_through(_convolve3d.convolve3d_fft_kernel, monkeypatch, checked)
@@ -294,7 +294,7 @@ def test_convolve3d_fft_method_kernels_equal_numpy(host_cupy, monkeypatch):
         video = rng.integers(info.min, int(info.max) + 1, ((2,) if i % 4 == 0 else ()) + (t, h, w)).astype(dtype)
         kernel = rng.integers(-5, 6, ((2,) if i % 5 == 0 else ()) + (kt, kh, kw))
         value = int(rng.integers(info.min, int(info.max) + 1))
-        monkeypatch.setattr(_convolve3d, "_inverts_kept_frames", lambda t_out, t2, i=i: i % 3 != 1)
+        monkeypatch.setattr(_convolve3d_cuda, "_inverts_kept_frames", lambda t_out, t2, i=i: i % 3 != 1)
         for method in ("fft", "hybrid"):
             with portcv.using("numpy"):
                 portcv.volume.convolve3d(video, kernel, method=method, out_dtype="int32", border=border,

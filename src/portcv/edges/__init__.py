@@ -22,6 +22,7 @@ from ._edges import (
 )
 from ._gradient import direction_sector, gradient, magnitude
 from .. import _derivatives_cuda, _separable_pass_cuda  # noqa: F401  (the CuPy overrides of the core kernels edges run)
+from . import _edges_cuda  # noqa: F401  (registers the edge kernels' CuPy overrides)
 
 __all__ = [
     "gradient",

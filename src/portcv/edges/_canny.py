@@ -122,7 +122,7 @@ def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient
     the fixed point of ``edge <- candidate & dilate3x3(edge)`` from the strong candidates, which
     is the union of the candidates' 8-connected components holding a strong pixel: SciPy's
     component labelling on NumPy and on JAX's CPU, ``lax.while_loop`` of dilations under JAX on
-    a GPU, and on CuPy (after a CUDA kernel for the candidates, ``_edges.cu``) a union-find in
+    a GPU, and on CuPy (after a CUDA kernel for the candidates, ``_edges_cuda.cu``) a union-find in
     four CUDA launches with no host round trip. Agreement with ``cv2.Canny`` 4.13 is 100%
     (bit-exact) in the tests.
 

@@ -10,6 +10,7 @@ leading axes are a batch.
 from __future__ import annotations
 
 from .. import _bilateral_cuda, _bilateral_pallas, _derivatives_cuda, _separable_pass_cuda  # noqa: F401
+from . import _convolve_cuda  # noqa: F401  (registers convolve2d's CuPy override)
 from .._border import BORDERS
 from ._convolve import convolve2d
 from ._gaussian import gaussian_blur, gaussian_kernel, gaussian_taps_q8

@@ -6,12 +6,11 @@ integer. The tables here reproduce those coordinates bit-for-bit (``modules/imgp
 OpenCV 4.x: ``resizeNN``, the INTER_LINEAR table loop of ``hal::resize`` with
 ``INTER_RESIZE_COEF_BITS = 11``, ``interpolationLinear`` of ``resize_bitExact`` with Q8
 ``ufixedpoint16``, and ``resizeAreaFast_Invoker`` for the exact 2x reduction), so the portable
-code and the CUDA kernel ``_resize.cu`` both return OpenCV's bits.
+code and the CUDA kernel ``_resize_cuda.cu`` both return OpenCV's bits.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,6 @@ from ._integral import _plane_shape
 
 #: Arithmetic of a resize (what the per-pixel code does with the table entries).
 ARITHS = ("nearest", "linear", "exact", "area2_up", "area2_even")
-_CUDA_ARITH = {"nearest": 0, "linear": 1, "exact": 2, "area2_up": 3, "area2_even": 3}
 
 @kernel("resize")
 def resize_kernel(
@@ -101,46 +99,6 @@ def _resize_numpy(
         s = (s + 1 + ((s >> 2) & 1)) >> 2
     return s.astype(np.uint8).reshape(lead + (dh, dw) + ((channels,) if has_channels else ()))
 
-
-@functools.lru_cache(maxsize=256)
-def _device_table(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: float, device_id: int) -> Any:
-    """The axis table as a device int4 array ``(n_dst, 4)``, uploaded once per shape and device."""
-    import cupy
-
-    t = axis_table(arith, axis, n_src, n_dst, inv_scale)
-    return cupy.asarray(np.stack([t.i0, t.i1, t.w0, t.w1], axis=1))
-
-
-@resize_kernel.override("cupy")
-def _resize_cupy(
-    img: Any, *, arith: str, size: tuple[int, int], inv_scale: tuple[float, float], has_channels: bool
-) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, current_device_id
-
-    channels = img.shape[-1] if has_channels else 1
-    if not 1 <= channels <= 4:
-        return NotImplemented
-    height, width = img.shape[-3:-1] if has_channels else img.shape[-2:]
-    dw, dh = size
-    if (dh + 3) // 4 > 65535:
-        return NotImplemented
-    lead = img.shape[:-3] if has_channels else img.shape[:-2]
-    planes = int(np.prod(lead, dtype=np.int64))
-    device = current_device_id()
-    xtab = _device_table(arith, "x", width, dw, inv_scale[0], device)
-    ytab = _device_table(arith, "y", height, dh, inv_scale[1], device)
-    round_up = "false" if arith == "area2_even" else "true"  # (s + 2) >> 2, or half to even
-    fn = cuda_function(__name__, f"portcv_resize<{_CUDA_ARITH[arith]},{channels},{round_up}>")
-    src = cupy.ascontiguousarray(img).reshape(planes, height * width * channels)
-    out = cupy.empty((planes, dh * dw * channels), np.uint8)
-    grid_xy = ((dw * channels + 255) // 256, (dh + 3) // 4)
-    args = (np.int32(height), np.int32(width), np.int32(dh), np.int32(dw), xtab, ytab)
-    for start in range(0, planes, 65535):  # gridDim.z limit
-        stop = min(planes, start + 65535)
-        fn(grid_xy + (stop - start,), (64, 4), (src[start:stop], out[start:stop]) + args)
-    return out.reshape(lead + (dh, dw) + ((channels,) if has_channels else ()))
 
 
 #: Interpolation names of :func:`resize` and their OpenCV flags.

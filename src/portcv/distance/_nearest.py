@@ -13,7 +13,7 @@ from .. import _validate
 from .._kernel import kernel
 from .._tiled_nearest import tiled_nearest
 from ..backends import backend
-from ._sqeuclidean import check_pair, run_tensor_core, sqeuclidean_kernel, tensor_core_case
+from ._sqeuclidean import check_pair, sqeuclidean_kernel
 
 
 
@@ -89,11 +89,4 @@ def _nearest_sqeuclidean_jax(F: Any, D: Any, *, k: int, center: int, dtype: str)
     return nearest_sqeuclidean_kernel.portable(None, F, D, k=k, center=center, dtype=dtype)
 
 
-@nearest_sqeuclidean_kernel.override(
-    "cupy", supports="every input: k = 1 of 8-bit features fused on int8 tensor cores (the m x n "
-    "distances are never written); otherwise tiles of the CUDA distance kernel")
-def _nearest_sqeuclidean_cupy(F: Any, D: Any, *, k: int, center: int, dtype: str) -> tuple[Any, Any]:
-    if k == 1 and tensor_core_case(F, D, dtype):
-        return run_tensor_core(F, D, center=center, nearest=True)
-    return nearest_sqeuclidean_kernel.portable(None, F, D, k=k, center=center, dtype=dtype)
 

@@ -104,7 +104,8 @@ def _table(i0: Any, i1: Any, w0: Any, w1: Any) -> AxisTable:
     return AxisTable(*arrays)
 
 
-#: The most pyramid levels :func:`pyramid_plan` makes (``portcv.transform.pyramid``, the detectors) (a scale very close to 1 is refused).
+#: The most pyramid levels :func:`pyramid_plan` makes (``portcv.transform.pyramid``, the detectors;
+#: a scale very close to 1 is refused).
 MAX_PYRAMID_LEVELS = 1000
 
 

@@ -7,7 +7,8 @@ product, its Table 3 "pairwise distance" column) and two row norms. The portable
 version is the NumPy reference (on the read-only test backend) and the JAX path under ``jit``;
 NumPy runs an exact float BLAS product, JAX an integer ``dot_general`` (int8 x int8 -> int32
 for 8-bit features, the tensor-core GEMM on a GPU) and CuPy its own int8 tensor-core kernel
-(``_sqeuclidean_cuda.cu``, launched by ``_sqeuclidean_cuda.py``), which :func:`~portcv.distance.nearest` also runs fused with the argmin.
+(``_sqeuclidean_cuda.cu``, launched by ``_sqeuclidean_cuda.py``), which
+:func:`~portcv.distance.nearest` also runs fused with the argmin.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Del Vecchio et al.'s direct form (section II-A, eq. 1): every output sums ``KH *
 ``O(MNk^2)`` cost its Table I measures against the separable ``O(MNk)`` of Table II. Used for
 kernels that do not factor (user kernels, the Webcam Streaming & Filters report's 2-D Gaussian). The portable
 array-API version (NumPy reference, JAX under jit), its CuPy override, which runs
-``_convolve_cuda.cu`` (``_convolve_cuda.py``), and its NumPy override (row bands, as the separable filter's); all finish with
-``portcv._separable_pass.finish_accumulator`` / ``finish()`` of ``common.cuh``.
+``_convolve_cuda.cu`` (``_convolve_cuda.py``), and its NumPy override (row bands, as the separable
+filter's); all finish with ``portcv._separable_pass.finish_accumulator`` / ``finish()`` of ``common.cuh``.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 
 The portable versions (NumPy reference, JAX under jit) are cumulative sums and reshapes of 0/1
 maps: exact int32 arithmetic and O(1) work per pixel whatever beta is. The CuPy overrides run
-``_motion_cuda.cu`` (``_motion_cuda.py``): a shared-memory tile with running window counts for the difference, and one
-block-reduction per density cell.
+``_motion_cuda.cu`` (``_motion_cuda.py``): a shared-memory tile with running window counts for the
+difference, and one block-reduction per density cell.
 
 Host-side geometry (cell rectangles, window sizes) lives here too, so the public wrappers, the
 portable code and the CUDA launchers read one definition.

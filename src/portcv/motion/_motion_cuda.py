@@ -1,6 +1,6 @@
 """CuPy overrides of the motion kernels (``motion_difference``, ``motion_density``,
-``motion_area_image``, ``motion_draw_regions``), running ``_motion_cuda.cu``. ``portcv.motion`` imports this module, which
-registers the overrides."""
+``motion_area_image``, ``motion_draw_regions``), running ``_motion_cuda.cu``. ``portcv.motion``
+imports this module, which registers the overrides."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The integral-image kernel: summed-area tables with a zero first row and column.
 
 The portable version is two cumulative sums (exact integer additions, so every backend agrees);
-the CuPy override (``_integral_cuda.py``) runs ``portcv/_integral_launch.cu``, a tile-decomposed 2-D scan (tile sums, carries
+the CuPy override (``_integral_cuda.py``) runs ``portcv/_integral_launch.cu``, a tile-decomposed
+2-D scan (tile sums, carries
 across tiles, in-tile warp-shuffle scans) in three launches; the NumPy override scans band by
 band (along x with ``np.cumsum``, then down row by row), which avoids NumPy's strided axis-0 scan.
 """

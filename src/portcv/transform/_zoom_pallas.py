@@ -2,10 +2,10 @@
 Pallas (Triton) kernels, elsewhere the portable versions.
 
 Under XLA the portable code is a whole-array slice or gather, product and sum per tap and pass
-(slow: docs/benchmarks.md, "Figures behind the kernels' choices"). Here each pass of each stage is one Pallas kernel, a program per tile of one plane, that reads
-its taps' samples through host-built index tables (mirrored borders included) and sums them
-with the portable version's integer weights and roundings: the same integer sums, so the same
-bits. ``portcv.transform`` imports this module, which registers the overrides.
+(slow: docs/benchmarks.md, "Figures behind the kernels' choices"). Here each pass of each stage
+is one Pallas kernel, a program per tile of one plane, that reads its taps' samples through
+host-built index tables (mirrored borders included) and sums them with the portable version's
+integer weights and roundings: the same integer sums, so the same bits. ``portcv.transform`` imports this module, which registers the overrides.
 """
 
 from __future__ import annotations

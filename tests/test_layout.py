@@ -204,3 +204,32 @@ def test_every_imported_name_exists():
                 if alias.name not in bound and "__getattr__" not in bound:
                     missing.append(f"{path.relative_to(SRC.parent)}:{node.lineno}: {alias.name} is not in {target}")
     assert not missing, "imports of names their module does not have:\n" + "\n".join(missing)
+
+
+def test_every_global_a_function_reads_is_defined():
+    """Every global name a function of a portcv module reads is bound in that module (or a
+    builtin): code moved between modules (a CuPy override into its twin) that still names a
+    helper of its old module fails here, not on the first GPU run."""
+    import builtins
+    import dis
+    import importlib
+    import types
+
+    def code_objects(code: types.CodeType):
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                yield const
+                yield from code_objects(const)
+
+    unbound = []
+    for name, path in MODULES.items():
+        if name.endswith("__main__"):
+            continue
+        module = importlib.import_module(name)
+        for code in code_objects(compile(path.read_text(), str(path), "exec")):
+            for instruction in dis.get_instructions(code):
+                if instruction.opname == "LOAD_GLOBAL":
+                    glob = instruction.argval
+                    if glob not in vars(module) and not hasattr(builtins, glob):
+                        unbound.append(f"{path.relative_to(SRC.parent)}: {code.co_name} reads {glob}")
+    assert not unbound, "globals no module binds:\n" + "\n".join(sorted(set(unbound)))

@@ -147,14 +147,14 @@ def _domain(module: str) -> str:
 
 def test_no_private_name_crosses_a_domain():
     """A domain may use another domain's public names and the internal API of its private
-    modules (kernels, plans), but never an underscore name: shared helpers belong in the core."""
-    core = {"_kernel", "_validate", "_border", "backends", ""}
+    modules (kernels, plans), but never an underscore name: shared helpers belong in the core
+    (the package root's private modules, whose names every domain may use, and ``backends``)."""
     offences = []
     for path in SRC.rglob("*.py"):
         here = _domain(".".join(("portcv",) + path.relative_to(SRC).with_suffix("").parts))
         for module, names in _imports(path):
             there = _domain(module)
-            if there in core or there == here:
+            if there in ("", "backends") or there.startswith("_") or there == here:
                 continue
             bad = [n for n in names if n.startswith("_") and not (SRC / there / f"{n}.py").exists()]
             if bad:
@@ -163,18 +163,64 @@ def test_no_private_name_crosses_a_domain():
 
 
 def test_top_level_holds_only_the_core():
-    allowed = {"__init__.py", "__main__.py", "data.py", "_kernel.py", "_validate.py", "_border.py", "_timing.py"}
-    modules = {p.name for p in SRC.glob("*.py")}
-    assert modules <= allowed, sorted(modules - allowed)
-    assert not list(SRC.glob("*.cu")), "CUDA sources sit beside their launchers"
+    """Beside the package's own files and ``data.py``, the top level holds only private modules:
+    the core every domain shares (``_kernel``, ``_validate``, ``_border``, helpers of two domains)."""
+    modules = {p.name for p in SRC.glob("*.py")} - {"__init__.py", "__main__.py", "data.py"}
+    assert all(name.startswith("_") for name in modules), sorted(n for n in modules if not n.startswith("_"))
+    alone = [p.name for p in SRC.glob("*.cu") if not p.with_suffix(".py").is_file()]
+    assert not alone, f"CUDA sources sit beside their launchers: {alone}"
+
+
+#: Calls that may take a backend's name: the family an override registers for, and switching to a
+#: backend (``using("numpy")``: run on the NumPy reference).
+NAME_TAKING_CALLS = {"override", "using", "use"}
+
+
+def _backend_name_uses(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """Where a backend's name is a value of the code, not a label: compared with (``==``, ``in``),
+    a key of a table (``{"cupy": ...}``, ``COSTS["cupy"]``), a member of a tuple, list or set
+    of names (``GPU_BACKENDS = ("cupy",)``), or an argument of a call other than
+    :data:`NAME_TAKING_CALLS` (``get("jax")``, ``sys.modules.get("cupy")``)."""
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and node.value in names):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Compare):
+            out.append((node.lineno, "compared"))
+        elif isinstance(parent, ast.Dict) and node in parent.keys:
+            out.append((node.lineno, "a table key"))
+        elif isinstance(parent, ast.Subscript) and parent.slice is node:
+            out.append((node.lineno, "a table key"))
+        elif isinstance(parent, (ast.Tuple, ast.List, ast.Set)):
+            out.append((node.lineno, "in a collection of names"))
+        elif isinstance(parent, ast.Call) and node in parent.args:
+            func = parent.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called not in NAME_TAKING_CALLS:
+                out.append((node.lineno, f"passed to {called}()"))
+    return out
 
 
 def test_no_backend_name_comparison_outside_backends():
-    pattern = re.compile(r"[!=]= *['\"](jax|cupy|numpy)['\"]|['\"](jax|cupy|numpy)['\"]: *\d")
-    # _timing.py is no algorithm: it times each framework with its own clock (CUDA events on CuPy).
-    hits = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "backends" not in p.parts and p.name != "_timing.py"
-            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
-    assert not hits, f"backend policy belongs on the backend objects: {hits}"
+    """Backend policy is a property of the backend objects (``runs_on_host``, ``needs_gpu``,
+    ``pallas_usable``, ``device_scope``, ...): outside ``backends/`` no code asks for a backend
+    by its name, compares names, or keys a table by them."""
+    names = {"numpy", "cupy", "jax"}
+    hits = [f"{p.relative_to(SRC)}:{line}: {what}" for p in sorted(SRC.rglob("*.py")) if "backends" not in p.parts
+            # _timing.py is no algorithm: it times each framework with its own clock (CUDA events on CuPy).
+            and p.name != "_timing.py"
+            for line, what in _backend_name_uses(ast.parse(p.read_text()), names)]
+    assert not hits, "backend policy belongs on the backend objects:\n" + "\n".join(hits)
+
+
+def test_the_backend_name_rule_catches_tables_and_tuples():
+    code = ("a = b.name == 'cupy'\nCOSTS = {'cupy': 1}\nx = COSTS['jax']\nGPU = ('cupy',)\nget('jax')\n"
+            "if name in ('numpy', 'jax'): pass\n"
+            "@k.override('cupy')\ndef f(): pass\nwith using('numpy'): pass\n'cupy'\n")
+    found = _backend_name_uses(ast.parse(code), {"numpy", "cupy", "jax"})
+    assert [line for line, _ in found] == [1, 2, 3, 4, 5, 6, 6]
 
 
 def test_import_portcv_is_light_and_domains_are_lazy():

@@ -162,9 +162,9 @@ def test_cached_constant_made_inside_a_users_jit_outlives_the_trace():
 
 
 def test_cached_constant_keeps_a_bounded_number():
-    for i in range(backends._CONSTANTS_KEPT + 10):
+    for i in range(backends._registry._CONSTANTS_KEPT + 10):
         backends.cached_constant(("bounded test", i), lambda: np.zeros(1))
-    assert len(backends._CONSTANTS) == backends._CONSTANTS_KEPT
+    assert len(backends._registry._CONSTANTS) == backends._registry._CONSTANTS_KEPT
     built = []
     backends.cached_constant(("bounded test", 0), lambda: built.append(0) or np.zeros(1))  # evicted: built again
     assert built == [0]
@@ -378,3 +378,35 @@ def test_only_jax_s_pallas_triton_deprecation_is_hidden():
             warnings.warn("The Pallas Triton backend is deprecated and will be removed", DeprecationWarning)
             with pytest.raises(DeprecationWarning, match="something else"):
                 warnings.warn("something else is deprecated", DeprecationWarning)
+
+
+def test_backend_questions_are_answered_by_the_backend():
+    """What algorithms ask instead of a backend's name: a GPU-only backend (a cluster's one worker
+    per GPU), whether Pallas kernels run, how many devices and how to make one current; and the
+    unloaded registry entry a cluster reads before any worker loads it."""
+    from portcv import backends
+
+    assert backends.registered("cupy").needs_gpu and not backends.registered("numpy").needs_gpu
+    assert not backends.registered("jax").needs_gpu  # JAX picks its device when it loads
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        backends.registered("nope")
+    host = backends.get("numpy")
+    assert host.pallas_usable is False and host.device_count() == 1
+    with host.device_scope(None), host.device_scope(0):
+        pass
+    with pytest.raises(ValueError, match="has one device"):
+        host.device_scope(1)
+
+
+def test_jax_on_the_host_runs_no_pallas_and_scopes_its_devices():
+    pytest.importorskip("jax")
+    from portcv import backends
+
+    b = backends.get("jax")
+    if b.runs_on_host:
+        assert b.pallas_usable is False
+    assert b.device_count() >= 1
+    with b.device_scope(0):
+        pass
+    with pytest.raises(ValueError, match="device"):
+        b.device_scope(b.device_count())

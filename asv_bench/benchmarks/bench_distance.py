@@ -20,7 +20,7 @@ The SciPy peer (``scipy`` backend value: float64 ``cdist`` on the host, then ``a
 at the LBP size, so it runs on fewer rows: 512 queries at 4096x16384x128 and 8 queries x 5,000
 database rows at the LBP size (:data:`SCIPY_ROWS`); compare it through ``track_gmacs``. The
 portcv backends (NumPy included: 0.2-0.6 s and about 2.5 s per call on 2 cores) run the full
-sizes. On CuPy, 8-bit features run portcv's int8 tensor-core kernel (``_sqeuclidean.cu``;
+sizes. On CuPy, 8-bit features run portcv's int8 tensor-core kernel (``_sqeuclidean_cuda.cu``;
 ``nearest`` fused with the argmin, no matrix written).
 """
 

@@ -185,9 +185,14 @@ def kernels_of(fn: Callable | list[Callable], depth: int = 4) -> list[Kernel]:
     return sorted(found.values(), key=lambda k: k.name)
 
 
-def support_table(functions: list[tuple[str, Callable | list[Callable]]], families: tuple[str, ...] = ("numpy", "cupy", "jax")) -> str:
-    """A Markdown table: for each public function, the kernels it runs and, per backend family,
-    whether an override runs them and on which parameters (the portable version otherwise)."""
+def support_table(functions: list[tuple[str, Callable | list[Callable]]], families: tuple[str, ...] | None = None) -> str:
+    """A Markdown table: for each public function, the kernels it runs and, per backend family
+    (default: the families of the registered backends, in registration order), whether an
+    override runs them and on which parameters (the portable version otherwise)."""
+    if families is None:
+        from .backends import registered, registered_backends
+
+        families = tuple(dict.fromkeys(registered(name).family for name in registered_backends()))
     lines = [
         "| function | kernel | " + " | ".join(families) + " |",
         "|---|---|" + "---|" * len(families),

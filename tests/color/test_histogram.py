@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import portcv
 from portcv import color
-from portcv.color import _histogram
+from portcv.color import _histogram, _histogram_pallas
 
 from ..helpers import assert_same_bits, images, matches_numpy, on_backend
 from . import oracle_histogram as oracle
@@ -153,7 +153,7 @@ def test_pallas_histogram_kernel_equals_numpy_in_interpret_mode(data, bins):
     pytest.importorskip("jax.experimental.pallas.triton")
     img, axis = data
     has_channels = axis == -1
-    counted = _histogram.pallas_histogram(img.shape, bins, has_channels, interpret=True)
+    counted = _histogram_pallas.pallas_histogram(img.shape, bins, has_channels, interpret=True)
     if counted is None:  # several channels or an empty image: the scatter-add runs instead
         assert img.size == 0
         return

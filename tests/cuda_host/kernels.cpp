@@ -4,14 +4,14 @@
 
 long long zoom_shared[1 << 16];  // _zoom_cuda.cu's interpolation tiles (at most 48 KiB is asked)
 unsigned long long warp_slot[1024 / 32 + 1];  // _bilateral_cuda.cu's (the hole list)
-alignas(16) unsigned char c3_smem[48 * 1024];  // _convolve3d.cu's taps
+alignas(16) unsigned char c3_smem[48 * 1024];  // _convolve3d_cuda.cu's taps
 int pf_shared[48 * 1024 / 4];  // _zoom_cuda.cu's prefilter tiles
 int fill_shared[1 << 13];  // _bilateral_cuda.cu's hole fill
 
 #include "../../src/portcv/transform/_zoom_cuda.cu"
-#include "../../src/portcv/filters/_bilateral_cuda.cu"
+#include "../../src/portcv/_bilateral_cuda.cu"
 #include "../../src/portcv/depth/_propagate_cuda.cu"
-#include "../../src/portcv/volume/_convolve3d.cu"
+#include "../../src/portcv/volume/_convolve3d_cuda.cu"
 
 #define DIMS unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz
 #define LAUNCH(...) host_launch(gx, gy, gz, bx, by, bz, [&] { __VA_ARGS__; })

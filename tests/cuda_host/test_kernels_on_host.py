@@ -8,7 +8,7 @@ arithmetic and indexing on every CI run, where there is no GPU. Kernels covered:
 zoom (``_zoom_cuda.cu``), DCBF's hole list and hole filling (``_bilateral_cuda.cu``), the
 propagation's projections, z-buffer and gather (``_propagate_cuda.cu``) and the 3-D
 convolution's padding and sums and its FFT methods' input, spectral sum and rounding
-(``_convolve3d.cu``).
+(``_convolve3d_cuda.cu``).
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def test_dcbf_hole_kernels_equal_numpy(host_cupy, monkeypatch):
     """DCBF's hole list and warp-per-hole filling (uint8/uint16 depth, grey/RGB guides, both
     norms, square and disk windows, any hole value) give NumPy's bits: every call ``dcbf``
     makes of the joint bilateral kernel runs both."""
-    from portcv.filters import _bilateral
+    from portcv import _bilateral
 
     checked = []
     _compare_through(_bilateral.bilateral_kernel, monkeypatch, checked)
@@ -276,7 +276,7 @@ def test_convolve3d_fft_method_kernels_equal_numpy(host_cupy, monkeypatch):
     method's sum along time (banks of kernels, batches, output frames not a multiple of a
     thread's run) and the rounding of the kept part, both ways of inverting the 3-D transform;
     NumPy's bits."""
-    from portcv.volume import _convolve3d
+    from portcv.volume import _convolve3d, _convolve3d_cuda
 
     checked = []
     _compare_through(_convolve3d.convolve3d_fft_kernel, monkeypatch, checked)
@@ -294,7 +294,7 @@ def test_convolve3d_fft_method_kernels_equal_numpy(host_cupy, monkeypatch):
         video = rng.integers(info.min, int(info.max) + 1, ((2,) if i % 4 == 0 else ()) + (t, h, w)).astype(dtype)
         kernel = rng.integers(-5, 6, ((2,) if i % 5 == 0 else ()) + (kt, kh, kw))
         value = int(rng.integers(info.min, int(info.max) + 1))
-        monkeypatch.setattr(_convolve3d, "_inverts_kept_frames", lambda t_out, t2, i=i: i % 3 != 1)
+        monkeypatch.setattr(_convolve3d_cuda, "_inverts_kept_frames", lambda t_out, t2, i=i: i % 3 != 1)
         for method in ("fft", "hybrid"):
             with portcv.using("numpy"):
                 portcv.volume.convolve3d(video, kernel, method=method, out_dtype="int32", border=border,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import portcv
 from portcv.depth import dcbf
-from portcv.filters._bilateral import accumulator_is_wide
+from portcv._bilateral import accumulator_is_wide
 
 from ..filters import oracle_bilateral as oracle
 from ..helpers import assert_same_bits, matches_numpy, on_backend, runs_its_overrides
@@ -239,7 +239,7 @@ def test_uint16_depth_needs_64_bit_integers_on_jax():
 @given(data=depth_maps(max_h=30, max_w=20), band=st.sampled_from([1, 9, 50]))
 def test_numpy_bands_equal_the_portable_code(data, band):
     """DCBF through NumPy's banded override (holes, both dtypes): the portable code's bits."""
-    from portcv.filters import _bilateral
+    from portcv import _bilateral
 
     depth, color, unknown = data
     old, _bilateral.NUMPY_BAND = _bilateral.NUMPY_BAND, band

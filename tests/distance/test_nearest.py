@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import portcv
 from portcv import distance
-from portcv.distance._nearest import (
+from portcv._tiled_nearest import (
     lexicographic_kmin_kernel,
     tile_shape,
     tiled_nearest,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import portcv
-from portcv.filters import _bilateral, _bilateral_pallas
+from portcv import _bilateral, _bilateral_pallas
 
 from ..helpers import assert_same_bits
 

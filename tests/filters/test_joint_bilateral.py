@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import portcv
 from portcv.filters import joint_bilateral
-from portcv.filters._bilateral import accumulator_is_wide, range_table, spatial_window
+from portcv._bilateral import accumulator_is_wide, range_table, spatial_window
 
 from ..helpers import assert_same_bits, matches_numpy, on_backend, runs_its_overrides
 from . import oracle_bilateral as oracle
@@ -108,7 +108,7 @@ def test_more_rows_than_one_grid_dimension_same_bits_on_every_backend(backend):
 @given(data=guided(max_h=30, max_w=20), d=st.integers(1, 9), band=st.sampled_from([1, 7, 40]))
 def test_numpy_bands_equal_the_portable_code(data, d, band):
     """NumPy's override works by bands of rows (each with its halo): the portable code's bits."""
-    from portcv.filters import _bilateral
+    from portcv import _bilateral
 
     joint, src, _ = data
     old, _bilateral.NUMPY_BAND = _bilateral.NUMPY_BAND, band

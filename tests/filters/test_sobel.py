@@ -78,7 +78,7 @@ def test_sobel_equals_naive_loops_with_tabulated_taps(data, kdd, border):
 
 
 def test_deriv_taps_follow_getDerivKernels():
-    from portcv.filters._gradients import deriv_taps
+    from portcv._derivatives import deriv_taps
 
     for k in (3, 5, 7):
         for order in range(k):

@@ -268,7 +268,7 @@ def test_numpy_override_terms_at_every_count():
 
 def test_the_cuda_float64_term_is_exact_for_every_count_up_to_1023():
     """The CUDA kernel's term for counts up to 1023 (``portcv_chi_square_small`` in
-    ``_cuda.cu``), replayed with the same IEEE float64 operations on all 1024**2 pairs:
+    ``_recognizer_cuda.cu``), replayed with the same IEEE float64 operations on all 1024**2 pairs:
     ``y = fl(a * fl(2**20 / b))``, T = the low word of ``fl(fl(y + 2**-12 - 1/2) + 1.5 * 2**52)``
     equals ``floor(a * 2**20 / b)`` (``fl(2**20 / 0)`` is taken as 0: T(0, 0) = 0)."""
     s = np.arange(1024, dtype=np.int64)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import portcv
-from portcv.recognize import _faces_data
+from portcv import data
 
 
 def test_import_fetches_nothing(tmp_path):
@@ -58,7 +58,7 @@ def test_flags_must_be_bools(tmp_path, monkeypatch, name, value):
 def test_alignment_puts_the_eyes_in_place():
     image = np.zeros((200, 300), np.uint8)
     image[60, 100] = image[80, 180] = 255  # eyes, tilted
-    out = _faces_data.align_face(image, (100, 60), (180, 80), size=(130, 150), eye_distance=50, eye_y=50)
+    out = data._align_face(image, (100, 60), (180, 80), size=(130, 150), eye_distance=50, eye_y=50)
     peaks = np.argwhere(out == out.max())
     assert out.max() > 60
     centre = peaks.mean(axis=0)
@@ -67,7 +67,7 @@ def test_alignment_puts_the_eyes_in_place():
 
 def test_equalization():
     pixels = np.arange(12, dtype=np.uint8).reshape(3, 4) * 20
-    eq = _faces_data.equalize(pixels)
+    eq = data._equalize(pixels)
     assert eq.min() == 0 and eq.max() == 255 and (np.diff(eq.reshape(-1).astype(int)) > 0).all()
 
 

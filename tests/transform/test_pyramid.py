@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import portcv
-from portcv import transform
+from portcv import _resize_plans, transform
 
 from ..helpers import assert_same_bits, images
 from . import oracle_pyramid as oracle
@@ -40,7 +40,7 @@ def test_pyramid_same_bits_on_every_backend(backend, data, scale, window, interp
 
 @given(h=st.integers(1, 3000), w=st.integers(1, 3000), scale=scales, window=windows)
 def test_pyramid_scales_follow_opencv(h, w, scale, window):
-    ours = transform._pyramid.pyramid_plan(w, h, scale, window)
+    ours = _resize_plans.pyramid_plan(w, h, scale, window)
     assert ours == oracle.scales_and_sizes(w, h, scale, window)
     for f, (lw, lh) in ours:
         assert lw >= 1 and lh >= 1

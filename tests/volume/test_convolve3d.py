@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import portcv
 from portcv import volume
-from portcv.volume import _convolve3d
+from portcv.volume import _convolve3d, _convolve3d_pallas
 
 from ..helpers import assert_same_bits, jax_without_x64, matches_numpy
 from . import oracle_convolve3d as oracle
@@ -187,9 +187,10 @@ def test_auto_picks_by_the_cost_model():
 def test_auto_uses_the_gpu_backends_own_costs(name, hybrid_from, monkeypatch):
     """On a GPU, each backend's direct kernel has its own cost per multiply-add (JAX's Pallas
     kernel is about 3x CuPy's CUDA one, their FFTs alike): at the article's size hybrid takes
-    over from k = 15 on CuPy and from k = 9 on JAX. Only the backend's name and place are read,
-    so this runs without a GPU."""
-    gpu = types.SimpleNamespace(name=name, runs_on_host=False)
+    over from k = 15 on CuPy and from k = 9 on JAX. Only what the backend declares is read (its
+    place, whether it compiles whole programs), so this runs without a GPU."""
+    declared = portcv.backends.registered(name)
+    gpu = types.SimpleNamespace(name=name, runs_on_host=False, compiles_programs=declared.compiles_programs)
     monkeypatch.setattr(_convolve3d, "backend", lambda: gpu)
     for k in (5, 7, 9, 11, 13, 15):
         chosen = _convolve3d.choose_method("auto", np.uint8, (k + 3, 559 + k, 719 + k), np.ones((k, k, k), np.int64))
@@ -361,7 +362,7 @@ def test_pallas_conv3d_equals_the_valid_sums_in_interpret_mode(video, kernel):
     taps = tuple(int(v) for v in bank.reshape(-1))
     assume(all(s >= k for s, k in zip(video.shape[-3:], shape[1:])))
     assume(_convolve3d._float32_exact_for(video.dtype.name, taps, shape))
-    conv = _convolve3d.pallas_conv3d(video.shape, shape, interpret=True)
+    conv = _convolve3d_pallas.pallas_conv3d(video.shape, shape, interpret=True)
     got = np.asarray(conv(video, bank.astype(np.float32)))
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, _valid_sums(video, bank))
@@ -395,7 +396,7 @@ def test_pallas_conv3d_masks_only_the_axes_whose_tiles_overhang(lead, t_out, h, 
     rng = np.random.default_rng(k + t_out + h + w)
     video = rng.integers(0, 256, lead + (t_out + k - 1, h + k - 1, w + k - 1), dtype=np.uint8)
     bank = rng.integers(-3, 4, (1, k, k, k))
-    got = np.asarray(_convolve3d.pallas_conv3d(video.shape, bank.shape, interpret=True)(video, bank.astype(np.float32)))
+    got = np.asarray(_convolve3d_pallas.pallas_conv3d(video.shape, bank.shape, interpret=True)(video, bank.astype(np.float32)))
     np.testing.assert_array_equal(got, _valid_sums(video, bank))
 
 
@@ -403,5 +404,5 @@ def test_pallas_conv3d_is_declined_where_it_would_not_pay():
     """No Pallas program for kernels whose unrolled loads would take minutes to compile: XLA's
     convolution runs instead."""
     pytest.importorskip("jax.experimental.pallas.triton")
-    assert _convolve3d.pallas_conv3d((8, 40, 40), (1, 5, 5, 5), interpret=True) is not None
-    assert _convolve3d.pallas_conv3d((18, 40, 40), (1, 15, 15, 15), interpret=True) is None
+    assert _convolve3d_pallas.pallas_conv3d((8, 40, 40), (1, 5, 5, 5), interpret=True) is not None
+    assert _convolve3d_pallas.pallas_conv3d((18, 40, 40), (1, 15, 15, 15), interpret=True) is None

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import Backend, BackendUnavailableError
+from ._registry import Backend, BackendUnavailableError
 
 NVRTC_OPTIONS = ("--std=c++17", "--fmad=false")
 
@@ -32,6 +32,7 @@ class CupyBackend(Backend):
     overlaps_uploads = True
     first_call_compiles = True
     records_launches = True
+    needs_gpu = True
 
     def _load(self) -> Any:
         try:
@@ -69,6 +70,16 @@ class CupyBackend(Backend):
 
     def device_key(self) -> Any:
         return self.name, current_device_id()
+
+    def device_count(self) -> int:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+
+    def device_scope(self, device: int | None) -> Any:
+        import cupy
+
+        return contextlib.nullcontext() if device is None else cupy.cuda.Device(int(device))
 
     def empty_pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         import cupyx

@@ -19,14 +19,14 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import Backend, BackendUnavailableError
+from ._registry import Backend, BackendUnavailableError
 
 #: XLA options of every program portcv compiles (``jax.jit``'s ``compiler_options``).
 #: ``xla_gpu_graph_min_graph_size=1``: XLA:GPU runs a program of fewer than 5 kernels (its default
-#: threshold) as separate launches and larger ones as one CUDA graph; on the H100 machine each
-#: separate launch cost tens of microseconds of host time, so every program is a graph
-#: (synchronized 4K calls, tools/jax_call_cost.py: rgb_to_gray 179 -> 84 us, box_blur 379 -> 256,
-#: binarize_auto Otsu 1028 -> 474). Scheduling only: the kernels and their bits are the same.
+#: threshold) as separate launches and larger ones as one CUDA graph; each separate launch costs
+#: tens of microseconds of host time, so every program is a graph (small programs' synchronized
+#: latency drops by a third to a half: docs/benchmarks.md, "Figures behind the kernels' choices"). Scheduling
+#: only: the kernels and their bits are the same.
 COMPILER_OPTIONS = {"xla_gpu_graph_min_graph_size": 1}
 
 
@@ -120,6 +120,26 @@ class JaxBackend(Backend):
         return jax.devices()[0].platform == "cpu"
 
     @property
+    def pallas_usable(self) -> bool:  # type: ignore[override]
+        """On a GPU whose JAX still lowers Pallas Triton kernels (:func:`pallas_triton_usable`)."""
+        return not self.runs_on_host and pallas_triton_usable()
+
+    def device_count(self) -> int:
+        import jax
+
+        return len(jax.devices())
+
+    def device_scope(self, device: int | None) -> Any:
+        import jax
+
+        if device is None:
+            return contextlib.nullcontext()
+        devs = jax.devices()
+        if int(device) >= len(devs):
+            raise ValueError(f"devices: JAX has {len(devs)} device(s), got {device!r}")
+        return jax.default_device(devs[int(device)])
+
+    @property
     def numpy_runs_faster(self) -> bool:  # type: ignore[override]
         """On the CPU: JAX's arrays are host memory, and NumPy's scans beat XLA:CPU's there."""
         return self.runs_on_host
@@ -165,8 +185,8 @@ class JaxBackend(Backend):
     def join_padded(self, x: Any, axis: int, left: Any, right: Any, border: str, value: int) -> Any:
         """Integer and boolean pads as an OR of ``lax.pad``-ed pieces (they do not overlap), a
         constant border as one ``lax.pad``: XLA fuses pads, reverses and slices into the consumer
-        but emits a ``concatenate`` as a slow kernel of its own (on an H100 this took a 4K Gaussian,
-        batch of 8, from 0.71 to 0.30 ms of GPU time, the edge detector from 0.19 to 0.14)."""
+        but emits a ``concatenate`` as a slow kernel of its own (this more than halves a 4K Gaussian's
+        GPU time: docs/benchmarks.md, "Figures behind the kernels' choices")."""
         if np.dtype(x.dtype).kind not in "iub":
             return None
         import jax.numpy as jnp
@@ -259,7 +279,7 @@ def host_call(kernel: Any, *arrays: Any, same_shape_as: str | None = None, **par
 def _host_program(kernel: Any, same_shape_as: str | None, items: tuple) -> Callable:
     import jax
 
-    from . import get, using
+    from ._registry import get, using
 
     params = dict(items)
 

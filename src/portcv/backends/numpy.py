@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from . import Backend
+from ._registry import Backend
 
 
 class NumpyBackend(Backend):

@@ -15,6 +15,7 @@ The wire format, keyframes and the TCP server and client live in :mod:`portcv.st
 
 from __future__ import annotations
 
+from . import _delta_cuda  # noqa: F401  (registers the CuPy overrides)
 from ._delta import DEFAULT_THRESHOLD, DeltaEncoder, delta_decode, delta_encode
 
 __all__ = [

@@ -15,7 +15,7 @@ Three implementations, one result: the portable array-API version (flags -> incl
 ``cumulative_sum`` -> ranks -> scatter into ``capacity + 1`` slots, the last a dump slot for
 bytes that are not sent; it is what JAX traces under ``jit`` and what ``numpy:readonly`` runs),
 a NumPy override (``flatnonzero``; the same result, much faster than the scatter on the host,
-checked against the portable version by the test suite) and a CuPy override running ``_delta.cu``: a counting pass,
+checked against the portable version by the test suite) and a CuPy override (``_delta_cuda.py``) running ``_delta_cuda.cu``: a counting pass,
 a single-block scan of the per-block counts and a compaction pass, all with 16-byte vectors,
 no atomics.
 """
@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from .._delta_decode import delta_decode_kernel
 from .._kernel import kernel
 from ..backends import asarray, get, owner_of, to_numpy, using
 from ..backends import backend as active_backend
@@ -94,88 +95,6 @@ def _delta_encode_numpy(frame: Any, reference: Any, *, threshold: int, capacity:
     return np.asarray(k, dtype=np.int32), diffs, positions, new_reference.reshape(frame.shape)
 
 
-@delta_encode_kernel.override("cupy")
-def _delta_encode_cupy(frame: Any, reference: Any, *, threshold: int, capacity: int,
-                       donate_reference: bool = False) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function
-
-    n = frame.size
-    f = cupy.ascontiguousarray(frame).reshape(-1)
-    r = cupy.ascontiguousarray(reference).reshape(-1)
-    in_place = donate_reference and r.data.ptr == reference.data.ptr
-    new_reference = r if in_place else cupy.empty(n, dtype=cupy.uint8)
-    aligned = all(a.data.ptr % CUDA_VECTOR == 0 for a in (f, r, new_reference))
-    tiles = (n + CUDA_TILE - 1) // CUDA_TILE
-    tile_counts = cupy.empty(tiles, dtype=cupy.int32)  # per-tile counts, then exclusive offsets
-    count = cupy.empty((), dtype=cupy.int32)
-    positions = cupy.empty(capacity, dtype=cupy.int32)
-    diffs = cupy.empty(capacity, dtype=cupy.int8)
-    n64, th, cap, al = np.int64(n), np.int32(threshold), np.int32(capacity), np.int32(aligned)
-    count_tiles = cuda_function(__name__, f"portcv_delta_count<{CUDA_BLOCK}>")
-    scan = cuda_function(__name__, f"portcv_delta_tile_offsets<{CUDA_SCAN_THREADS}>")
-    compact = cuda_function(__name__, f"portcv_delta_compact<{CUDA_BLOCK},{'true' if in_place else 'false'}>")
-    count_tiles((tiles,), (CUDA_BLOCK,), (f, r, n64, th, al, tile_counts))
-    scan((1,), (CUDA_SCAN_THREADS,), (tile_counts, np.int32(tiles), cap, count))
-    compact((tiles,), (CUDA_BLOCK,), (f, r, new_reference, n64, th, al, tile_counts, count, cap, positions, diffs))
-    return count, diffs, positions, new_reference.reshape(frame.shape)
-
-
-@kernel("delta_decode")
-def delta_decode_kernel(xp: Any, reference: Any, diffs: Any, positions: Any, count: Any) -> Any:
-    """Portable decoder: ``reference`` with ``diffs[k]`` added (mod 256) at ``positions[k]``, ``k < count``.
-
-    Entries at or beyond ``count`` and entries whose position lies outside the frame are
-    ignored (never written out of bounds); positions must be distinct.
-    """
-    n = math.prod(reference.shape)
-    capacity = diffs.shape[0]
-    flat = xp.concat([xp.reshape(reference, (-1,)), xp.zeros(1, dtype=xp.uint8)])  # [n] = dump slot
-    p = xp.astype(positions, xp.int64)
-    valid = (xp.arange(capacity, dtype=xp.int64) < xp.astype(count, xp.int64)) & (p >= 0) & (p < n)
-    dest = xp.where(valid, p, n)
-    # int8 -> uint8 spelled out: d mod 256 in int16, then an in-range cast; the uint8 sum wraps mod 256.
-    d = xp.astype(xp.astype(diffs, xp.int16) & 255, xp.uint8)
-    import array_api_extra as xpx
-
-    updated = xpx.at(flat, dest).set(xp.take(flat, dest) + d)
-    return xp.reshape(updated[:n], reference.shape)
-
-
-@delta_decode_kernel.override("numpy")
-def delta_decode_numpy(reference: Any, diffs: Any, positions: Any, count: Any) -> Any:
-    n = reference.size
-    k = max(0, min(int(count), diffs.shape[0]))
-    p = positions[:k].astype(np.int64)
-    keep = (p >= 0) & (p < n)
-    if not keep.all():
-        p = p[keep]
-    d = diffs[:k] if keep.all() else diffs[:k][keep]
-    out = np.array(reference, copy=True).reshape(-1)
-    out[p] += d.view(np.uint8)  # uint8 += wraps mod 256; positions are distinct
-    return out.reshape(reference.shape)
-
-
-@delta_decode_kernel.override("cupy", supports="int32 positions")
-def _delta_decode_cupy(reference: Any, diffs: Any, positions: Any, count: Any) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, launch_1d
-
-    if positions.dtype != cupy.int32:
-        return NotImplemented
-    out = cupy.array(reference, copy=True, order="C")
-    capacity = diffs.shape[0]
-    if capacity == 0:
-        return out
-    count = cupy.asarray(count, dtype=cupy.int64)
-    fn = cuda_function(__name__, f"portcv_delta_apply<{CUDA_BLOCK}>")
-    grid, block = launch_1d(capacity, CUDA_BLOCK)
-    fn(grid, block, (out.reshape(-1), np.int64(out.size), cupy.ascontiguousarray(positions),
-                     cupy.ascontiguousarray(diffs), count, np.int32(capacity)))
-    return out
-
 
 #: The report's LR_THRESHOLDS.
 DEFAULT_THRESHOLD = 20
@@ -238,7 +157,7 @@ def delta_encode(frame: Any, reference: Any, *, threshold: int = DEFAULT_THRESHO
     prefix-sum compaction, so every backend returns the same bits. Only integer compares and
     wrap-around subtraction per byte; no rounding. The portable version ranks the changed
     bytes with a cumulative sum and scatters them into ``capacity + 1`` slots (the last one a
-    dump slot), so it runs under ``jax.jit``; the CuPy kernel (``_delta.cu``) counts the
+    dump slot), so it runs under ``jax.jit``; the CuPy kernel (``_delta_cuda.cu``) counts the
     changes of each 4 KiB tile with 16-byte loads, scans the tile counts and compacts each tile
     through shared memory, with no atomics; see ``docs/codec.md``.
 

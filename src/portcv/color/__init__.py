@@ -7,6 +7,7 @@ from ._channels import bgr_to_rgb, gray_to_rgb, rgb_to_bgr
 from ._gray import rgb_to_gray
 from ._histogram import histogram
 from ._threshold import binarize, binarize_auto, threshold_otsu, threshold_two_peaks
+from . import _gray_cuda, _histogram_cuda, _histogram_pallas  # noqa: F401  (register the CuPy and JAX overrides)
 
 __all__ = [
     "rgb_to_gray",

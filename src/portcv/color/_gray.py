@@ -1,4 +1,4 @@
-"""RGB to gray in OpenCV's fixed point: the portable kernel and its CUDA launcher (``_gray.cu``)."""
+"""RGB to gray in OpenCV's fixed point: the portable kernel (its CuPy override: ``_gray_cuda.py``)."""
 
 from __future__ import annotations
 
@@ -63,22 +63,6 @@ def _rgb_to_gray_numpy(rgb: Any, *, method: str) -> Any:
     run_bands(convert, list(range(0, pixels.shape[0], band)), threads=1)
     return out.reshape(rgb.shape[:-1])
 
-
-@_rgb_to_gray_kernel.override("cupy")
-def _rgb_to_gray_cupy(rgb: Any, *, method: str) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, launch_1d
-
-    rgb = cupy.ascontiguousarray(rgb)
-    if rgb.data.ptr % 16:  # the kernel reads 16-byte vectors
-        rgb = rgb.copy()
-    out = cupy.empty(rgb.shape[:-1], dtype=cupy.uint8)
-    n = out.size
-    fn = cuda_function(__name__, f"portcv_rgb_to_gray<{_METHODS.index(method)}>")
-    grid, block = launch_1d(max(n // 16, 1))
-    fn(grid, block, (rgb, out, cupy.int64(n)))
-    return out
 
 
 def rgb_to_gray(image: Any, *, method: str = "weighted") -> Any:

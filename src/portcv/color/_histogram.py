@@ -9,9 +9,9 @@ histograms, the thresholds) on the device, so a pipeline never waits for the hos
   keys and a ``searchsorted`` of every key value (memory O(pixels), never pixels x bins; NumPy
   sorts uint8/uint16 keys with a radix sort). JAX on a GPU, one channel: a Pallas kernel that
   counts 256 pixels per step as an int8 one-hot matrix product on the tensor cores
-  (:func:`pallas_histogram`); otherwise an integer scatter-add (XLA sorts slowly on the CPU)
+  (``_histogram_pallas.pallas_histogram``); otherwise an integer scatter-add (XLA sorts slowly on the CPU)
   into up to 256 copies of the counters, summed after, so that neighbouring pixels' GPU atomics
-  do not contend. CuPy: ``_histogram.cu``, per-warp shared-memory
+  do not contend. CuPy (``_histogram_cuda.py``): ``_histogram_cuda.cu``, per-warp shared-memory
   sub-histograms merged with one 64-bit atomic per bin per block (integer atomics commute, so
   the counts are exact in any order).
 * ``threshold_two_peaks``: the report's two-maxima rule, with its three readings (see
@@ -36,7 +36,7 @@ import numpy as np
 from .. import _validate
 from .._kernel import kernel
 from ..backends import asarray, backend, owner_of
-from ..backends.jax import jit, pallas_triton_usable, quiet_pallas_triton
+from ..backends.jax import jit
 
 #: Bin counts a histogram may have: the divisors of 256 (bin = value * bins // 256).
 BINS = tuple(1 << k for k in range(9))
@@ -155,126 +155,6 @@ def _histogram_jax_compiled(bins: int, has_channels: bool) -> Any:
     return jit(run)
 
 
-#: Pallas histogram: pixels per step of a program's loop (one 16 x 16 x 1024 integer MMA), and at
-#: most this many steps per program (its counts stay at most 2^13). Chosen by measurement against
-#: 256-2048 pixels, 4-32 steps and 4 or 8 warps (docs/benchmarks.md).
-_PALLAS_STEP = 1024
-_PALLAS_MAX_STEPS = 8
-
-
-@functools.lru_cache(maxsize=None)
-def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: bool = False) -> Any:
-    """Jitted counts (int64) of one-channel uint8 images of ``shape`` by a Pallas (Triton) kernel,
-    or ``None`` where it does not apply (several channels, empty or too many frames).
-
-    A GPU scatter-add of every pixel costs one global atomic per pixel. Here a program counts 1024 pixels per step as a matrix product: with
-    ``H[p, i] = (value_p >> 4 == i)`` and ``L[p, j] = (value_p & 15 == j)`` (int8 one-hots built
-    in registers), ``(H^T L)[i, j]`` is the number of pixels of value ``16 i + j``: an exact
-    integer MMA (int32 accumulator) on the tensor cores. Programs write their 16 x 16 counts; one
-    sum over programs follows, and bins below 256 sum 256 / bins adjacent counts.
-
-    Each operand loads the step's pixels already broadcast to its own shape (``H^T`` as 16 x 1024,
-    ``L`` as 1024 x 16, by index arrays) rather than broadcasting one loaded vector: Triton then
-    builds the one-hots in the MMA operands' register layouts instead of passing them through
-    shared memory, which is faster (``docs/benchmarks.md``).
-    """
-    lead, pixels, channels = _shape_parts(shape, has_channels)
-    frames = math.prod(lead)
-    chunks = -(-pixels // _PALLAS_STEP)
-    steps = max(d for d in range(1, _PALLAS_MAX_STEPS + 1) if chunks % d == 0) if chunks else 0
-    programs = chunks // steps if steps else 0
-    if channels != 1 or not 0 < frames <= 65535 or not 0 < programs <= 65535:
-        return None
-    import jax
-    import jax.numpy as jnp
-    from jax.experimental import pallas as pl
-    from jax.experimental.pallas import triton as plgpu
-
-    step = _PALLAS_STEP
-    padded = programs * steps * step
-
-    def kernel(x_ref: Any, out_ref: Any) -> None:
-        frame, program = pl.program_id(0), pl.program_id(1)
-        start = program * (steps * step)
-        lanes = jnp.arange(16, dtype=jnp.int32)
-        pixel = jnp.arange(step, dtype=jnp.int32)
-        # Pixel offsets broadcast to each operand's shape: (16, step) for H^T, (step, 16) for L.
-        offsets_t = pixel[None, :] + 0 * lanes[:, None]
-        offsets = pixel[:, None] + 0 * lanes[None, :]
-
-        def body(i: Any, acc: Any) -> Any:
-            first = start + i * step
-            values_t = x_ref[frame, first + offsets_t].astype(jnp.int32)
-            values = x_ref[frame, first + offsets].astype(jnp.int32)
-            high_t = (values_t >> 4 == lanes[:, None]).astype(jnp.int8)
-            low = (values & 15 == lanes[None, :]).astype(jnp.int8)
-            return acc + plgpu.dot(high_t, low)  # int8 x int8 -> int32, exact
-
-        out_ref[frame, program] = jax.lax.fori_loop(0, steps, body, jnp.zeros((16, 16), jnp.int32))
-
-    count = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((frames, programs, 16, 16), jnp.int32),
-                           grid=(frames, programs), interpret=interpret,
-                           compiler_params=plgpu.CompilerParams(num_warps=4, num_stages=1))
-
-    def run(img: Any) -> Any:
-        x = jnp.reshape(img, (frames, pixels))
-        if padded != pixels:  # zeros to whole steps, taken off bin 0 below
-            x = jnp.pad(x, ((0, 0), (0, padded - pixels)))
-        counts = jnp.reshape(jnp.sum(count(x), axis=1, dtype=jnp.int64), (frames, 256))
-        if padded != pixels:
-            counts = counts.at[:, 0].add(-(padded - pixels))
-        if bins < 256:  # bin = value >> shift: 256 / bins adjacent values per bin
-            counts = jnp.sum(jnp.reshape(counts, (frames, bins, 256 // bins)), axis=-1)
-        return jnp.reshape(counts, lead + ((1, bins) if has_channels else (bins,)))
-
-    return jit(run)
-
-
-@histogram_kernel.override("jax")
-def _histogram_jax(img: Any, *, bins: int, has_channels: bool) -> Any:
-    import jax
-
-    if backend().runs_on_host and img.dtype == np.uint8:
-        # XLA:CPU's scatter-add is serial: NumPy's counts on the same host memory are faster
-        # (docs/benchmarks.md).
-        from ..backends.jax import host_call
-
-        return host_call(histogram_kernel, img, bins=bins, has_channels=has_channels)
-
-    # On a GPU: one-hot products on the tensor cores (pallas_histogram). Elsewhere, and for
-    # several channels, a scatter-add: XLA's CPU sort is far slower (see run()).
-    if jax.default_backend() == "gpu" and pallas_triton_usable():
-        counted = pallas_histogram(tuple(img.shape), bins, has_channels)
-        if counted is not None:
-            with quiet_pallas_triton():  # JAX lowers the kernel at the first call
-                return counted(img)
-    return _histogram_jax_compiled(bins, has_channels)(img)
-
-
-@histogram_kernel.override("cupy")
-def _histogram_cupy(img: Any, *, bins: int, has_channels: bool) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, sm_count
-
-    lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
-    if channels > 4:  # the kernel's shared memory holds 4 channels
-        return NotImplemented
-    img = cupy.ascontiguousarray(img)
-    frames = math.prod(lead)
-    frame_bytes = pixels * channels
-    hist = cupy.zeros((frames, channels, bins), dtype=cupy.int64)
-    fn = cuda_function(__name__, f"portcv_histogram<{channels}>")
-    # At least 8 uint4 vectors per thread (256 threads), and about 4 blocks per SM in all.
-    per_frame = max(1, min(-(-(frame_bytes // 16) // (256 * 8)), (4 * sm_count()) // frames))
-    src = img.reshape(frames, frame_bytes)
-    shift = 8 - (bins.bit_length() - 1)
-    for start in range(0, frames, 65535):  # gridDim.y limit
-        stop = min(frames, start + 65535)
-        fn((per_frame, stop - start), (256,),
-           (src[start:stop], hist[start:stop], np.int64(frame_bytes), np.int32(shift), np.int32(bins)))
-    return hist.reshape(lead + ((channels, bins) if has_channels else (bins,)))
-
 
 # --------------------------------------------------------------------------------------------
 # threshold_two_peaks
@@ -321,20 +201,6 @@ def two_peaks_kernel(xp: Any, hist: Any, *, rule: str) -> Any:
     # asarray: NumPy reduces a single histogram to a scalar; callers get a 0-d array.
     return xp.asarray(xp.clip((first + second) // 2, 50, 200))
 
-
-@two_peaks_kernel.override("cupy")
-def _two_peaks_cupy(hist: Any, *, rule: str) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function
-
-    lead = tuple(hist.shape[:-1])
-    h = cupy.ascontiguousarray(hist.astype(cupy.int64, copy=False)).reshape(-1, 256)
-    planes = h.shape[0]
-    out = cupy.empty(planes, dtype=cupy.int64)
-    fn = cuda_function(__name__, f"portcv_two_peaks<{RULES.index(rule)}>")
-    fn(((planes + 127) // 128,), (128,), (h, out, np.int32(planes)))
-    return out.reshape(lead)
 
 
 # --------------------------------------------------------------------------------------------
@@ -449,20 +315,6 @@ def _otsu_jax(hist: Any) -> Any:
     return _otsu_jax_compiled()(hist)
 
 
-@otsu_kernel.override("cupy")
-def _otsu_cupy(hist: Any) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function
-
-    lead = tuple(hist.shape[:-1])
-    h = cupy.ascontiguousarray(hist.astype(cupy.int64, copy=False)).reshape(-1, 256)
-    planes = h.shape[0]
-    out = cupy.empty(planes, dtype=cupy.int64)
-    fn = cuda_function(__name__, "portcv_otsu<256>")
-    fn(((planes + 127) // 128,), (128,), (h, out, np.int32(planes)))
-    return out.reshape(lead)
-
 
 # --------------------------------------------------------------------------------------------
 # binarize
@@ -482,35 +334,6 @@ def binarize_kernel(xp: Any, img: Any, *thresholds: Any, scalar: int | None, has
         above = img > scalar
     return xp.astype(above, xp.uint8) * 255
 
-
-@binarize_kernel.override("cupy")
-def _binarize_cupy(img: Any, *thresholds: Any, scalar: int | None, has_channels: bool) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, launch_1d
-
-    lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
-    if channels > 4:
-        return NotImplemented
-    img = cupy.ascontiguousarray(img)
-    if img.data.ptr % 16:  # the kernel reads 16-byte vectors
-        img = img.copy()
-    out = cupy.empty(img.shape, dtype=cupy.uint8)
-    frame_bytes = pixels * channels
-    if thresholds:
-        t = thresholds[0]
-        if t.dtype == cupy.uint64:
-            t = cupy.minimum(t, 255)  # only the comparison with bytes matters; keep it in int64 range
-        # (frames * channels,) int64: frame f, channel c at f * channels + c.
-        t = cupy.broadcast_to(t.astype(cupy.int64, copy=False), lead + ((channels,) if has_channels else ()))
-        thr = cupy.ascontiguousarray(t).reshape(-1)
-        fn = cuda_function(__name__, f"portcv_binarize<{channels},true>")
-    else:
-        thr = np.uint64(0)  # a null pointer; the kernel uses `scalar`
-        fn = cuda_function(__name__, f"portcv_binarize<{channels},false>")
-    grid, block = launch_1d(max(img.size // 16, 1))
-    fn(grid, block, (img, out, thr, np.int32(scalar or 0), np.int32(frame_bytes), np.int32(img.size)))
-    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,5 +9,7 @@ from __future__ import annotations
 
 from ._dcbf import dcbf
 from ._propagate import propagate, propagate_color, warp_disparity
+from . import _propagate_cuda  # noqa: F401  (registers the propagation's CuPy overrides)
+from .. import _bilateral_cuda, _bilateral_pallas  # noqa: F401  (the bilateral kernel's, which dcbf runs)
 
 __all__ = ["dcbf", "propagate", "propagate_color", "warp_disparity"]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
-from ..filters._bilateral import (
+from .._bilateral import (
     BILATERAL_BORDERS,
     COLOR_NORMS,
     MAX_RADIUS,

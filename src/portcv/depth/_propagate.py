@@ -458,6 +458,3 @@ def warp_disparity(disparity: Any, *, direction: int = -1, frac_bits: int = 4, u
     out, col = _run(disparity, dest_key, color, slots=shape[0] * shape[1], depth_of_key=(max_value, -1),
                     unknown=unknown, fill=fill, dst_shape=shape)
     return out if color is None else (out, col)
-
-
-from . import _propagate_cuda  # noqa: E402,F401  (registers the CuPy override)

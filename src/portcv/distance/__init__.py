@@ -10,6 +10,8 @@ database rows without the m x n matrix, ties to the smaller index.
 
 from __future__ import annotations
 
+from .. import _tiled_nearest_cuda  # noqa: F401  (registers the CuPy override of the tiles' merge)
+from . import _nearest_cuda, _sqeuclidean_cuda  # noqa: F401  (register the CuPy overrides)
 from ._nearest import nearest
 from ._quantize import quantize_features
 from ._sqeuclidean import METRICS, cdist, sqeuclidean

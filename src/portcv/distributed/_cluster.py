@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from typing import Any, Iterator
 
-from .. import _validate
+from .. import _validate, backends
 
 #: glibc malloc settings distributed's nanny puts in every worker's environment
 #: (``MALLOC_TRIM_THRESHOLD_=65536``). Setting any of them turns off glibc's dynamic mmap
@@ -24,9 +24,6 @@ from .. import _validate
 #: again, several times slower than with none set (docs/benchmarks.md). portcv's workers run
 #: with glibc's defaults (the trade-off: freed memory returns to the OS later).
 MALLOC_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
-
-#: Backends that run on GPUs (one worker per device).
-GPU_BACKENDS = ("cupy",)
 
 #: A ``CUDA_VISIBLE_DEVICES`` entry: an index, or a GPU / MIG UUID as ``nvidia-smi -L`` lists them.
 _DEVICE = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")
@@ -184,9 +181,9 @@ def _rotated(devices: list[str], i: int) -> str:
 
 def _check_installed(backend: str, gpu: bool) -> None:
     """A CPU backend's package must be importable here (its workers run on this host); found, not imported."""
-    from ..backends import _REGISTRY, BackendUnavailableError
+    from ..backends import BackendUnavailableError
 
-    registered = _REGISTRY[backend]  # the registry entry, not loaded
+    registered = backends.registered(backend)
     module = registered.module_name
     if not gpu and module and importlib.util.find_spec(module) is None:
         raise BackendUnavailableError(f"backend {backend!r} needs the {module} package, which is not installed "
@@ -251,7 +248,7 @@ def local_cluster(backend: str = "numpy", *, devices: Any = None, n_workers: int
         raise TypeError(f"processes must be a bool, got {type(processes).__name__}")
     if devices is not None:
         devices = _device_list(devices)
-    gpu = backend in GPU_BACKENDS or devices is not None
+    gpu = backends.registered(backend).needs_gpu or devices is not None
     if gpu and not processes:
         raise ValueError(f"processes=False (threads in this process) is for CPU backends; backend {backend!r} "
                          "runs one worker process per GPU")

@@ -21,6 +21,8 @@ from ._edges import (
     SECTOR_VERTICAL,
 )
 from ._gradient import direction_sector, gradient, magnitude
+from .. import _derivatives_cuda, _separable_pass_cuda  # noqa: F401  (the CuPy overrides of the core kernels edges run)
+from . import _edges_cuda  # noqa: F401  (registers the edge kernels' CuPy overrides)
 
 __all__ = [
     "gradient",

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
-from ..filters._gradients import gradients_kernel
-from ..filters._separable import separable_filter_kernel
+from .._derivatives import gradients_kernel
+from .._separable_pass import separable_filter_kernel
 from ._edges import canny_candidates_kernel, hysteresis_kernel
 from ._gradient import _INT32_MAX, _threshold
 
@@ -44,7 +44,7 @@ def _canny_gradients(img: Any, ksize: int) -> tuple[Any, Any]:
         # |g| <= 16 * 6 * 255 = 24480 for ksize 5: no saturation
         return gradients_kernel(img, ksize=3 if ksize == 3 else 5, has_channels=False, border="replicate")
     from ..backends import backend
-    from ..filters._gradients import deriv_taps
+    from .._derivatives import deriv_taps
 
     xp = backend().xp
     smooth, deriv = deriv_taps(0, 7), deriv_taps(1, 7)
@@ -122,7 +122,7 @@ def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient
     the fixed point of ``edge <- candidate & dilate3x3(edge)`` from the strong candidates, which
     is the union of the candidates' 8-connected components holding a strong pixel: SciPy's
     component labelling on NumPy and on JAX's CPU, ``lax.while_loop`` of dilations under JAX on
-    a GPU, and on CuPy (after a CUDA kernel for the candidates, ``_edges.cu``) a union-find in
+    a GPU, and on CuPy (after a CUDA kernel for the candidates, ``_edges_cuda.cu``) a union-find in
     four CUDA launches with no host round trip. Agreement with ``cv2.Canny`` 4.13 is 100%
     (bit-exact) in the tests.
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _border, _validate
-from ..filters._gaussian import sigma0_gaussian_taps
-from ..filters._separable import MAX_TAPS, separable_filter_kernel
+from .._gaussian_taps import sigma0_gaussian_taps
+from .._separable_pass import MAX_TAPS, separable_filter_kernel
 from ._edges import LOW_PASS_FINISH, MAX_ALPHA, VARIANTS, detect_kernel
 from ._gradient import _floor_square, _threshold
 
@@ -109,7 +109,7 @@ def detect(
     accepted pixel; here each pixel *gathers*: it is an edge if its own magnitude passes
     ``t_low`` and an accepted pixel lies within ``alpha`` (a separable box OR, exact). The paper's
     listing scatters from many threads while other threads reset their own pixel to 0, a race;
-    the gather has none. On CuPy one kernel (``_edges.cu``) does the low-pass (``sigma=None``,
+    the gather has none. On CuPy one kernel (``_edges_cuda.cu``) does the low-pass (``sigma=None``,
     ``ksize <= 7``), Sobel, magnitude, sector, local maximum and the apron gather from a
     shared-memory tile with an ``alpha + 2`` halo: one launch per call.
 

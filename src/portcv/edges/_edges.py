@@ -11,7 +11,7 @@ Here everything is exact integer arithmetic:
   no atan2 (:func:`sectors`);
 * the apron is a *gather*: an output pixel is an edge when its own magnitude exceeds t_l and an
   accepted pixel lies within alpha of it in both axes -- the binary dilation of the accepted
-  map by a (2 alpha + 1)^2 box, a separable OR (:func:`box_or`). The paper's listing scatters
+  map by a (2 alpha + 1)^2 box, a separable OR (``portcv._morphology.box_or``). The paper's listing scatters
   255 into the apron from many threads while other threads reset their own pixel to 0 (a race);
   the gather has no race and gives the pseudocode's result.
 
@@ -30,12 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from .._border import BORDER_CODE, pad_axis
+from .._border import pad_axis
+from .._derivatives import gradients_kernel
 from .._kernel import kernel
+from .._morphology import box_or
+from .._separable_pass import separable_filter_kernel
 from ..backends import backend
 from ..backends.jax import jit
-from ..filters._gradients import gradients_kernel
-from ..filters._separable import separable_filter_kernel
 
 #: Sector codes of :func:`sectors`: the gradient direction, as the paper's four sectors.
 SECTOR_HORIZONTAL, SECTOR_DIAGONAL_45, SECTOR_VERTICAL, SECTOR_DIAGONAL_135, SECTOR_NONE = 0, 1, 2, 3, 4
@@ -111,27 +112,6 @@ def _neighbours(xp: Any, m: Any) -> dict[str, Any]:
         "up_left": at(-1, -1), "up_right": at(-1, 1), "down_left": at(1, -1), "down_right": at(1, 1),
     }
 
-
-def box_or(xp: Any, mask: Any, ry: int, rx: int) -> Any:
-    """Binary dilation of a boolean ``mask`` (last two axes) by a (2 ry + 1) x (2 rx + 1) box.
-
-    Separable: an OR of ``2 rx + 1`` shifted copies along x, then of ``2 ry + 1`` along y, with
-    False outside the image -- ``out[y, x] = any(mask[y + j, x + i], |j| <= ry, |i| <= rx)``,
-    exact, O(rx + ry) work per pixel instead of O(rx * ry).
-    """
-    for axis, r in ((-1, rx), (-2, ry)):
-        if r == 0:
-            continue
-        n = mask.shape[axis]
-        padded = pad_axis(xp, mask, axis, r, r, "constant", 0)
-        out = None
-        for i in range(2 * r + 1):
-            index = [slice(None)] * mask.ndim
-            index[axis] = slice(i, i + n)
-            window = padded[tuple(index)]
-            out = window if out is None else out | window
-        mask = out
-    return mask
 
 
 def _index_range_mask(xp: Any, n: int, low: int, high: int) -> Any:
@@ -252,74 +232,6 @@ def _detect_numpy(image: Any, *, blur_taps: tuple, low_sq: int, high_sq: int, al
     return out
 
 
-# Launch geometry of _edges.cu (its constexprs).
-_DETECT_TILE_W = 128
-_DETECT_THREADS = 256
-_SHARED_LIMIT = 48 * 1024
-
-
-def detect_shared_bytes(alpha: int, tile_h: int) -> int:
-    """Static shared memory of ``portcv_edges_detect<alpha, tile_h, *>`` (the .cu's layout)."""
-    r = alpha + 2
-    lead = (r + 15) // 16 * 16
-    in_w = (lead + _DETECT_TILE_W + r + 15) // 16 * 16
-    s_in = (tile_h + 2 * r) * (in_w + 16)
-    s_m = (tile_h + 2 * alpha + 2) * (_DETECT_TILE_W + 2 * alpha + 2) * 4
-    s_acc = (tile_h + 2 * alpha) * (_DETECT_TILE_W + 2 * alpha)
-    return s_in + s_m + s_acc
-
-
-def detect_tile_h(alpha: int) -> int:
-    """Rows per CUDA tile: the tallest of 32, 16, 8 whose shared memory fits 48 KB."""
-    for tile_h in (32, 16, 8):
-        if detect_shared_bytes(alpha, tile_h) <= _SHARED_LIMIT:
-            return tile_h
-    raise ValueError(f"alpha={alpha} needs more shared memory than a CUDA block has")
-
-
-@functools.lru_cache(maxsize=64)
-def _detect_launch(alpha: int, variant: str, taps: int, h: int, w: int) -> tuple[str, tuple[int, int]] | None:
-    """Kernel name and grid (x, y) of ``_edges.cu``'s detector, or ``None`` past gridDim.y."""
-    tile_h = detect_tile_h(alpha)
-    grid_xy = ((w + _DETECT_TILE_W - 1) // _DETECT_TILE_W, (h + tile_h - 1) // tile_h)
-    if grid_xy[1] > 65535:
-        return None
-    listing = "true" if variant == "listing" else "false"
-    return f"portcv_edges_detect<{alpha},{tile_h},{listing},{taps}>", grid_xy
-
-
-@detect_kernel.override("cupy", supports="CUDA's grid limit (gridDim.y <= 65535 row tiles)")
-def _detect_cupy(image: Any, *, blur_taps: tuple, low_sq: int, high_sq: int, alpha: int, variant: str,
-                 border: str) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, device_constant
-
-    if len(blur_taps) > FUSED_BLUR_TAPS:  # the separable kernel first, then the detector alone
-        image = separable_filter_kernel(image, kx=blur_taps, ky=blur_taps, has_channels=False, border=border,
-                                        border_value=0, finish=LOW_PASS_FINISH)
-        blur_taps = ()
-    shape = image.shape
-    h, w = shape[-2], shape[-1]
-    launch = _detect_launch(alpha, variant, len(blur_taps), h, w)
-    if launch is None:
-        return NotImplemented
-    name, grid_xy = launch
-    fn = cuda_function(__name__, name)
-    src = cupy.ascontiguousarray(image)
-    out = cupy.empty(shape, dtype=cupy.uint8)
-    planes = src.size // (h * w)
-    taps = device_constant(blur_taps or (0,))
-    args = (np.int32(h), np.int32(w), np.int32(low_sq), np.int32(high_sq), np.int32(BORDER_CODE[border]), taps)
-    if planes <= 65535:
-        fn(grid_xy + (planes,), (_DETECT_THREADS,), (src, out) + args)
-        return out
-    src2, dst2 = src.reshape(planes, -1), out.reshape(planes, -1)
-    for start in range(0, planes, 65535):  # gridDim.z limit
-        stop = min(planes, start + 65535)
-        fn(grid_xy + (stop - start,), (_DETECT_THREADS,), (src2[start:stop], dst2[start:stop]) + args)
-    return out
-
 
 # --------------------------------------------------------------------------------------------
 # Magnitude: |gx| + |gy| or the exact integer square root of gx^2 + gy^2
@@ -349,21 +261,6 @@ def magnitude_kernel(xp: Any, gx: Any, gy: Any, *, kind: str) -> Any:
     n = xp.astype(gx * gx, xp.uint32) + xp.astype(gy * gy, xp.uint32)
     return xp.astype(isqrt_u32(xp, n), xp.int32)  # <= 46341
 
-
-@magnitude_kernel.override("cupy")
-def _magnitude_cupy(gx: Any, gy: Any, *, kind: str) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, launch_1d
-
-    gx = cupy.ascontiguousarray(gx)
-    gy = cupy.ascontiguousarray(gy)
-    out = cupy.empty(gx.shape, dtype=cupy.int32)
-    fn = cuda_function(__name__, f"portcv_edges_magnitude<{'true' if kind == 'l2' else 'false'}>")
-    n = gx.size
-    grid, block = launch_1d(n)
-    fn(grid, block, (gx, gy, out, np.int64(n)))
-    return out
 
 
 @kernel("edges_direction_sector")
@@ -484,32 +381,6 @@ def _canny_candidates_numpy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) 
     run_bands(band, row_bands(h, w, planes=planes, target=1 << 17))  # faster than 1 << 14 (docs/benchmarks.md)
     return out.reshape(shape)
 
-
-_CANNY_TILE = 32
-
-
-@canny_candidates_kernel.override("cupy")
-def _canny_candidates_cupy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function
-
-    shape = gx.shape
-    h, w = shape[-2], shape[-1]
-    grid_xy = ((w + _CANNY_TILE - 1) // _CANNY_TILE, (h + _CANNY_TILE - 1) // _CANNY_TILE)
-    if grid_xy[1] > 65535:
-        return NotImplemented
-    fn = cuda_function(__name__, f"portcv_canny_candidates<{'true' if l2 else 'false'},{_CANNY_TILE}>")
-    gx = cupy.ascontiguousarray(gx)
-    gy = cupy.ascontiguousarray(gy)
-    out = cupy.empty(shape, dtype=cupy.uint8)
-    planes = gx.size // (h * w)
-    fx, fy, fo = gx.reshape(planes, -1), gy.reshape(planes, -1), out.reshape(planes, -1)
-    for start in range(0, planes, 65535):  # gridDim.z limit
-        stop = min(planes, start + 65535)
-        fn(grid_xy + (stop - start,), (256,),
-           (fx[start:stop], fy[start:stop], fo[start:stop], np.int32(h), np.int32(w), np.int32(low), np.int32(high)))
-    return out
 
 
 def _hysteresis_steps(xp: Any, edge: Any, weak: Any, steps: int) -> Any:
@@ -650,41 +521,4 @@ def _hysteresis_numpy(state: Any) -> Any:
     return out
 
 
-#: Most pixels per union-find launch: chunk-wide labels and the kernels' grid-stride loop
-#: indices are int32, and an index plus the largest stride (launch_1d's 65535 * 8 blocks of 256
-#: threads) must not pass 2**31 - 1.
-_CC_MAX_PIXELS = 2**31 - 1 - 65535 * 8 * 256
 
-
-@hysteresis_kernel.override("cupy")
-def _hysteresis_cupy(state: Any) -> Any:
-    """Connected components by union-find (``_edges.cu``, ``portcv_canny_cc_*``): four launches
-    per chunk of whole planes, no host round trip."""
-    import cupy
-
-    from ..backends.cupy import cuda_function, launch_1d
-
-    h, w = state.shape[-2], state.shape[-1]
-    if h * w > _CC_MAX_PIXELS:
-        return NotImplemented
-    src = cupy.ascontiguousarray(state, dtype=cupy.uint8)
-    planes = src.size // (h * w) if h * w else 0
-    flat = src.reshape(planes, h * w)
-    out = cupy.empty((planes, h * w), cupy.uint8)
-    chunk = max(1, min(planes, _CC_MAX_PIXELS // max(1, h * w)))
-    parent = cupy.empty(chunk * h * w, cupy.int32)
-    strong_root = cupy.empty(chunk * h * w, cupy.uint8)
-    init = cuda_function(__name__, "portcv_canny_cc_init")
-    union = cuda_function(__name__, "portcv_canny_cc_union")
-    compress = cuda_function(__name__, "portcv_canny_cc_compress")
-    edges = cuda_function(__name__, "portcv_canny_cc_edges")
-    for start in range(0, planes, chunk):
-        stop = min(planes, start + chunk)
-        n = np.int32((stop - start) * h * w)
-        grid, block = launch_1d(int(n))
-        part = flat[start:stop]
-        init(grid, block, (part, parent, strong_root, n))
-        union(grid, block, (part, parent, np.int32(h), np.int32(w), n))
-        compress(grid, block, (part, parent, strong_root, n))
-        edges(grid, block, (part, parent, strong_root, out[start:stop], n))
-    return out.reshape(state.shape)

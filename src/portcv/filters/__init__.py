@@ -9,13 +9,18 @@ leading axes are a batch.
 
 from __future__ import annotations
 
+from .. import _bilateral_cuda, _bilateral_pallas, _derivatives_cuda, _separable_pass_cuda  # noqa: F401
+from . import _convolve_cuda  # noqa: F401  (registers convolve2d's CuPy override)
 from .._border import BORDERS
-from ._bilateral import joint_bilateral
 from ._convolve import convolve2d
 from ._gaussian import gaussian_blur, gaussian_kernel, gaussian_taps_q8
 from ._gradients import gradients, sobel
+from ._joint_bilateral import joint_bilateral
 from ._median import median_filter
 from ._separable import box_blur, mean_filter, sep_filter
+
+# The twins imported first register the CuPy and JAX overrides of the core kernels these filters
+# run (portcv/_bilateral.py, _derivatives.py, _separable_pass.py); importing them imports neither.
 
 __all__ = [
     "sep_filter",

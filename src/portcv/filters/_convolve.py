@@ -4,8 +4,8 @@ Del Vecchio et al.'s direct form (section II-A, eq. 1): every output sums ``KH *
 ``O(MNk^2)`` cost its Table I measures against the separable ``O(MNk)`` of Table II. Used for
 kernels that do not factor (user kernels, the Webcam Streaming & Filters report's 2-D Gaussian). The portable
 array-API version (NumPy reference, JAX under jit), its CuPy override, which runs
-``_convolve.cu``, and its NumPy override (row bands, as the separable filter's); all finish with
-``_separable.finish_accumulator`` / ``finish()`` of ``common.cuh``.
+``_convolve_cuda.cu`` (``_convolve_cuda.py``), and its NumPy override (row bands, as the separable
+filter's); all finish with ``portcv._separable_pass.finish_accumulator`` / ``finish()`` of ``common.cuh``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from typing import Any
 import numpy as np
 
 from .. import _border, _validate
-from .._border import BORDER_CODE, pad_axis
+from .._border import pad_axis
 from .._kernel import kernel
+from .._separable_pass import MAX_TAPS, finish_accumulator
 from ..backends import backend
-from ._separable import _CUDA_TYPE, _FINISH_CODE, MAX_TAPS, finish_accumulator, _shift_finish
+from ._separable import _shift_finish
 
 #: Largest kernel side; the CUDA tile's shared memory is sized for it.
 MAX_SIZE = 31
-#: Output rows per CUDA thread (the tile is 8 thread rows high: 32 rows).
-_ROWS_PER_THREAD = 4
-_TILE_H = 8 * _ROWS_PER_THREAD
 
 
 def check_accumulator(taps: tuple[tuple[int, ...], ...], rounding: int) -> None:
@@ -73,7 +71,7 @@ def _convolve2d_numpy(
     img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
 ) -> Any:
     from ..backends.numpy import row_bands, run_bands, scratch
-    from ._separable import _sum_dtype, correlate_shifted, finish_band, shift_in_range
+    from .._separable_pass import _sum_dtype, correlate_shifted, finish_band, shift_in_range
 
     xp = backend().xp
     if img.dtype != np.uint8 or img.size == 0:
@@ -108,40 +106,6 @@ def _convolve2d_numpy(
     run_bands(band, row_bands(height, n, planes=planes))
     return out.reshape(img.shape)
 
-
-@convolve2d_kernel.override("cupy", supports="1 to 4 channels, kernels up to 31 x 31; CUDA's grid limit (gridDim.y <= 65535 row tiles)")
-def _convolve2d_cupy(
-    img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
-) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, device_constant
-
-    channels = img.shape[-1] if has_channels else 1
-    kh, kw = len(taps), len(taps[0])
-    if not 1 <= channels <= 4 or kh > MAX_SIZE or kw > MAX_SIZE:
-        return NotImplemented
-    shape = img.shape
-    H, W = shape[-3:-1] if has_channels else shape[-2:]
-    grid_xy = ((W * channels + 127) // 128, (H + _TILE_H - 1) // _TILE_H)
-    if grid_xy[1] > 65535:  # gridDim.y limit: images over ~2M rows run the portable version
-        return NotImplemented
-    mode, p0, p1, out_name = finish
-    fn = cuda_function(__name__, f"portcv_convolve2d<{kw},{kh},{channels},{_CUDA_TYPE[out_name]},{_FINISH_CODE[mode]}>"
-    )
-    img = cupy.ascontiguousarray(img)
-    out = cupy.empty(shape, dtype=out_name)
-    flat_taps = tuple(t for row in taps for t in row)
-    args = (
-        np.int32(H), np.int32(W), device_constant(flat_taps),
-        np.int32(BORDER_CODE[border]), np.int32(border_value), np.int32(p0), np.int32(p1),
-    )
-    planes = img.size // (H * W * channels)
-    src, dst = img.reshape(planes, -1), out.reshape(planes, -1)
-    for start in range(0, planes, 65535):  # gridDim.z limit
-        stop = min(planes, start + 65535)
-        fn(grid_xy + (stop - start,), (256,), (src[start:stop], dst[start:stop]) + args)
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,7 +163,7 @@ def convolve2d(
     The paper's eq. 1 is a convolution (``h[i, j] x[m - i, n - j]``): pass
     ``kernel[::-1, ::-1]`` to get it. With ``shift=0`` the result is ``cv2.filter2D(img, ddepth,
     kernel.astype(np.float32), borderType=...)`` bit for bit (``ddepth`` -1 for uint8, CV_16S
-    for int16). The CuPy version (``_convolve.cu``) is one pass over a shared-memory tile with
+    for int16). The CuPy version (``_convolve_cuda.cu``) is one pass over a shared-memory tile with
     its halo, the taps in shared memory.
 
     Examples

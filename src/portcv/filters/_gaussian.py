@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import functools
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from .. import _border, _validate
+from .._gaussian_taps import q8_gaussian_taps, sigma0_gaussian_taps
+from .._separable_pass import MAX_TAPS, separable_filter_kernel
 from ._convolve import convolve2d_kernel
-from ._separable import MAX_TAPS, separable_filter_kernel
 
 
 def gaussian_taps_q8(ksize: int, sigma: float) -> tuple[int, ...]:
@@ -32,42 +32,6 @@ def gaussian_taps_q8(ksize: int, sigma: float) -> tuple[int, ...]:
         raise ValueError(f"ksize must be odd, got {ksize}")
     return q8_gaussian_taps(ksize, _validate.real(sigma, "sigma", positive=True))
 
-
-@functools.lru_cache(maxsize=1024)
-def q8_gaussian_taps(ksize: int, sigma: float) -> tuple[int, ...]:
-    half = ksize // 2
-    scale = -0.125 / (sigma * sigma)
-    t = [math.exp(((1 - ksize + 2 * i) ** 2) * scale) for i in range(half)]
-    inv_sum = 1.0 / (2.0 * sum(t) + 1.0)
-    q, err = [], 0.0
-    for ti in t:
-        a = ti * inv_sum * 256.0 + err
-        v = round(a)  # Python's round is half-to-even, like OpenCV's cvRound on doubles
-        err = a - v
-        q.append(v)
-    centre = 256 - 2 * sum(q)
-    return tuple(q + [centre] + q[::-1])
-
-
-#: OpenCV's fixed 8-bit Gaussian taps for sigma <= 0 (Q8, sum 256): cv2.GaussianBlur(img, (k, k), 0).
-SMALL_GAUSSIAN_Q8 = {
-    1: (256,),
-    3: (64, 128, 64),
-    5: (16, 64, 96, 64, 16),
-    7: (8, 28, 56, 72, 56, 28, 8),
-    9: (4, 13, 30, 51, 60, 51, 30, 13, 4),
-}
-
-
-@functools.lru_cache(maxsize=64)
-def sigma0_gaussian_taps(ksize: int) -> tuple[int, ...]:
-    """OpenCV's taps for ``sigma = 0``: the fixed tables, else ``sigma = fma(k, 0.15, 0.35)``."""
-    if ksize in SMALL_GAUSSIAN_Q8:
-        return SMALL_GAUSSIAN_Q8[ksize]
-    # OpenCV evaluates 0.3 * ((k - 1) * 0.5 - 1) + 0.8 as one fused multiply-add of k * 0.15 + 0.35;
-    # float(Fraction) rounds the exact value once, as the FMA does.
-    sigma = float(Fraction(ksize) * Fraction(0.15) + Fraction(0.35))
-    return q8_gaussian_taps(ksize, sigma)
 
 
 def _gaussian_ksize(ksize: int, sigma: float) -> int:

@@ -136,9 +136,7 @@ def circuit_median(
 def _circuit_median_jax(ksize: int, has_channels: bool, border: str, border_value: int) -> Any:
     import jax
 
-    from ..backends import get
-
-    xp = get("jax").xp
+    xp = backend().xp  # called from the JAX override: the active backend is of JAX's family
     return jit(functools.partial(circuit_median, xp, ksize=ksize, has_channels=has_channels, border=border,
                                  border_value=border_value, materialize=jax.lax.optimization_barrier))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ._detector import MotionDetector, MotionResult, detect_motion
 from ._motion import VARIANTS
 from ._steps import area_image, cell_bounds, density, difference, draw_regions, regions
+from . import _motion_cuda  # noqa: F401  (registers the motion kernels' CuPy overrides)
 
 __all__ = [
     "VARIANTS",

@@ -18,7 +18,7 @@ Error: each floor loses less than 1, so ``0 <= chi2_w - D 2**-F < 2**-F sum_j w_
 :func:`chi_square` and :func:`nearest` refuse such counts (:func:`check_counts`); the kernel's
 overrides still give the portable version's bits there, so every backend agrees on any input.
 
-The nearest neighbour reuses :func:`portcv.distance._nearest.tiled_nearest`: the gallery in
+The nearest neighbour reuses ``portcv._tiled_nearest.tiled_nearest``: the gallery in
 tiles, each tile's distances merged into the running best by the lexicographic
 (distance, index) minimum, so ties go to the smaller gallery index on every backend.
 """
@@ -33,8 +33,8 @@ import numpy as np
 
 from .. import _validate
 from .._kernel import kernel
+from .._tiled_nearest import tiled_nearest
 from ..backends import asarray, backend, owner_of, require_dtype, to_numpy
-from ..distance._nearest import tiled_nearest
 
 #: Histogram dtypes the distance takes (exact counts).
 HISTOGRAM_DTYPES = ("uint8", "uint16", "int32")

@@ -10,8 +10,8 @@ import numpy as np
 
 from .. import _validate
 from .. import codec as _codec
+from .._delta_decode import delta_decode_numpy
 from ..backends import to_numpy, using
-from ..codec._delta import delta_decode_numpy
 from ._packets import (
     DEFAULT_MAX_FRAME_BYTES,
     ENCODINGS,

@@ -14,6 +14,7 @@ from ._integral import integral
 from ._pyramid import pack_pyramid, pyramid
 from ._resize import INTERPOLATIONS, resize
 from ._zoom import SPLINE_BORDERS, SPLINE_ORDERS, spline_filter, zoom
+from . import _integral_cuda, _resize_cuda, _zoom_cuda, _zoom_pallas  # noqa: F401  (register the CuPy and JAX overrides)
 
 __all__ = [
     "integral",

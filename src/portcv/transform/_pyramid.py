@@ -9,52 +9,14 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
+from .._resize_plans import pack_layout, pyramid_plan
 from ._integral import _plane_shape
 from ._resize import INTERPOLATIONS, resize
-
-#: The most pyramid levels :func:`pyramid` builds (a scale very close to 1 is refused).
-MAX_PYRAMID_LEVELS = 1000
 
 
 # --------------------------------------------------------------------------------------------
 # pyramid
 # --------------------------------------------------------------------------------------------
-def pyramid_plan(
-    width: int, height: int, scale: float, window: tuple[int, int], *,
-    min_size: tuple[int, int] = (0, 0), max_size: tuple[int, int] | None = None, name: str = "scale",
-) -> list[tuple[float, tuple[int, int]]]:
-    """OpenCV's scale list and level sizes for ``CascadeClassifier::detectMultiScale``.
-
-    ``factor`` starts at 1.0 and is multiplied by ``scale`` in float64; the scan stops when the
-    window scaled by the factor, ``(rint(win_w * factor), rint(win_h * factor))``, is larger
-    than the image or than ``max_size`` (``maxSize``), and a level is kept when that scaled
-    window is at least ``min_size`` (``minSize``). Its factor is stored as float32 and the level
-    is ``rint(float32(W) / factor) x rint(float32(H) / factor)`` (cascadedetect.cpp:
-    ``detectMultiScaleNoGrouping`` and ``FeatureEvaluator::updateScaleData``). Returns
-    ``[(float32 factor, (w, h)), ...]``; used by :func:`pyramid` and ``portcv.detect``. More than
-    ``MAX_PYRAMID_LEVELS`` levels is a ValueError naming the caller's argument ``name``.
-    """
-    max_w, max_h = (width, height) if max_size is None else (min(width, max_size[0]), min(height, max_size[1]))
-    levels = []
-    factor = 1.0
-    while True:
-        # cvRound(double) rounds half to even, as Python's round does.
-        win_w, win_h = round(window[0] * factor), round(window[1] * factor)
-        if win_w > max_w or win_h > max_h:
-            break
-        if win_w >= min_size[0] and win_h >= min_size[1]:
-            f32 = np.float32(factor)
-            w = int(np.rint(np.float32(width) / f32))  # float32 division, cvRound(float)
-            h = int(np.rint(np.float32(height) / f32))
-            levels.append((float(f32), (w, h)))
-            if len(levels) > MAX_PYRAMID_LEVELS:
-                raise ValueError(
-                    f"{name}: {scale} would make more than {MAX_PYRAMID_LEVELS} pyramid levels; use a larger scale"
-                )
-        factor *= scale
-    return levels
-
-
 def pyramid(
     image: Any,
     *,
@@ -130,24 +92,6 @@ def pyramid(
     scales = [f for f, _ in plan]
     return (levels, scales) if return_scales else levels
 
-
-def pack_layout(sizes: list[tuple[int, int]], width: int, gap: int) -> tuple[list[tuple[int, int]], int]:
-    """Shelf placement of ``(w, h)`` levels in a ``width``-wide image: ``([(x, y), ...], height)``.
-
-    OpenCV's ``FeatureEvaluator::updateScaleData``: each level takes a ``(w + gap) x (h + gap)``
-    slot, left to right; a slot that would cross ``width`` starts a new shelf below the
-    current one, whose height is its tallest slot (the first, for a decreasing pyramid).
-    """
-    placements = []
-    x = y = shelf = 0
-    for w, h in sizes:
-        sw, sh = w + gap, h + gap
-        if x + sw > width and x > 0:
-            y, x, shelf = y + shelf, 0, 0
-        placements.append((x, y))
-        x += sw
-        shelf = max(shelf, sh)
-    return placements, y + shelf
 
 
 def pack_pyramid(

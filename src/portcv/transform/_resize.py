@@ -6,118 +6,23 @@ integer. The tables here reproduce those coordinates bit-for-bit (``modules/imgp
 OpenCV 4.x: ``resizeNN``, the INTER_LINEAR table loop of ``hal::resize`` with
 ``INTER_RESIZE_COEF_BITS = 11``, ``interpolationLinear`` of ``resize_bitExact`` with Q8
 ``ufixedpoint16``, and ``resizeAreaFast_Invoker`` for the exact 2x reduction), so the portable
-code and the CUDA kernel ``_resize.cu`` both return OpenCV's bits.
+code and the CUDA kernel ``_resize_cuda.cu`` both return OpenCV's bits.
 """
 
 from __future__ import annotations
 
-import functools
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .. import _validate
 from .._kernel import kernel
 from ..backends import backend
+from .._resize_plans import axis_table, plan
 from ._integral import _plane_shape
 
 #: Arithmetic of a resize (what the per-pixel code does with the table entries).
 ARITHS = ("nearest", "linear", "exact", "area2_up", "area2_even")
-_CUDA_ARITH = {"nearest": 0, "linear": 1, "exact": 2, "area2_up": 3, "area2_even": 3}
-_DBL_EPSILON = float(np.finfo(np.float64).eps)
-
-
-class AxisTable(NamedTuple):
-    """Per output index: source indices ``i0``, ``i1`` (clamped) and integer weights ``w0``, ``w1``."""
-
-    i0: np.ndarray
-    i1: np.ndarray
-    w0: np.ndarray
-    w1: np.ndarray
-
-
-def plan(src_wh: tuple[int, int], size: tuple[int, int] | None, scale: tuple[float, float] | None,
-         interpolation: str, channels: int) -> tuple[str, tuple[int, int], tuple[float, float]]:
-    """OpenCV's choice of output size, inverse scales and arithmetic (``cv::resize`` + ``hal::resize``).
-
-    Returns ``(arith, (dw, dh), (inv_scale_x, inv_scale_y))``; ``arith`` is ``"copy"`` when the
-    output size equals the input size (OpenCV copies then, whatever the scale).
-    """
-    w, h = src_wh
-    if size is not None:
-        dw, dh = size
-        inv_x, inv_y = dw / w, dh / h
-    else:
-        inv_x, inv_y = scale
-        # saturate_cast<int>(double) is cvRound: round half to even (Python's round on floats).
-        dw, dh = round(w * inv_x), round(h * inv_y)
-    if (dw, dh) == (w, h):
-        return "copy", (dw, dh), (inv_x, inv_y)
-    scale_x, scale_y = 1.0 / inv_x, 1.0 / inv_y
-    iscale_x, iscale_y = round(scale_x), round(scale_y)
-    area_2x = (abs(scale_x - iscale_x) < _DBL_EPSILON and abs(scale_y - iscale_y) < _DBL_EPSILON
-               and iscale_x == 2 and iscale_y == 2)
-    if interpolation == "nearest":
-        arith = "nearest"
-    elif area_2x and (interpolation == "bilinear" or channels != 2):
-        # Both bilinear modes switch to the area average at exactly 2x down (INTER_LINEAR_EXACT
-        # not for 2 channels). Its (s + 2) >> 2 form is used for 1, 3, 4 channels; otherwise
-        # OpenCV's scalar code rounds s * 0.25f half to even.
-        arith = "area2_up" if channels in (1, 3, 4) else "area2_even"
-    elif interpolation == "bilinear":
-        arith = "linear"
-    else:
-        arith = "exact"
-    return arith, (dw, dh), (inv_x, inv_y)
-
-
-@functools.lru_cache(maxsize=512)
-def axis_table(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: float) -> AxisTable:
-    """The table of one axis (``axis`` is ``"x"`` or ``"y"``: INTER_LINEAR clamps only x weights)."""
-    d = np.arange(n_dst)
-    if arith == "nearest":
-        # resizeNN: sx = min(cvFloor(dx * (1 / inv_scale)), n - 1), in float64.
-        i = np.minimum(np.floor(d * (1.0 / inv_scale)).astype(np.int64), n_src - 1)
-        return _table(i, i, np.ones_like(i), np.zeros_like(i))
-    if arith.startswith("area2"):
-        # resizeAreaFast: source pixels 2d and 2d+1; the second is missing at an odd edge.
-        i0 = 2 * d
-        full = i0 + 1 < n_src
-        return _table(i0, np.where(full, i0 + 1, i0), np.ones_like(i0), full.astype(np.int64))
-    if arith == "linear":
-        # fx = (float)((dx + 0.5) * scale - 0.5) in float64 then float32; sx = floor(fx); fx -= sx
-        # (exact in float32); weights saturate_cast<short>(float32 * 2048) = round half even.
-        f = ((d + 0.5) * (1.0 / inv_scale) - 0.5).astype(np.float32)
-        s = np.floor(f).astype(np.int64)
-        f = f - s.astype(np.float32)
-        if axis == "x":  # out-of-range columns replicate the edge pixel with weight 1
-            edge = (s < 0) | (s >= n_src - 1)
-            f = np.where(edge, np.float32(0), f)
-            s = np.clip(s, 0, n_src - 1)
-            i0, i1 = s, np.minimum(s + 1, n_src - 1)
-        else:  # rows: indices clipped, weights kept (OpenCV does not clamp fy)
-            i0, i1 = np.clip(s, 0, n_src - 1), np.clip(s + 1, 0, n_src - 1)
-        w0 = np.rint((np.float32(1) - f) * np.float32(2048)).astype(np.int64)
-        w1 = np.rint(f * np.float32(2048)).astype(np.int64)
-        return _table(i0, i1, w0, w1)
-    # exact: interpolationLinear (softdouble = IEEE float64, not fused): f = scale*(d+0.5) - 0.5;
-    # i = floor(f); inside: w1 = cvRound((f - i) * 256) (half even), w0 = 256 - w1; outside (or a
-    # 1-pixel axis) the edge pixel with weight 256.
-    f = (1.0 / inv_scale) * (d + 0.5) - 0.5
-    fi = np.floor(f)
-    i = fi.astype(np.int64)
-    inside = (i >= 0) & (i < n_src - 1)
-    w1 = np.where(inside, np.rint((f - fi) * 256.0).astype(np.int64), 0)
-    i0 = np.where(inside, i, np.where(i < 0, 0, n_src - 1))
-    return _table(i0, np.where(inside, i + 1, i0), 256 - w1, w1)
-
-
-def _table(i0: Any, i1: Any, w0: Any, w1: Any) -> AxisTable:
-    arrays = [np.ascontiguousarray(a, dtype=np.int32) for a in (i0, i1, w0, w1)]
-    for a in arrays:
-        a.flags.writeable = False  # cached: shared by every call
-    return AxisTable(*arrays)
-
 
 @kernel("resize")
 def resize_kernel(
@@ -194,46 +99,6 @@ def _resize_numpy(
         s = (s + 1 + ((s >> 2) & 1)) >> 2
     return s.astype(np.uint8).reshape(lead + (dh, dw) + ((channels,) if has_channels else ()))
 
-
-@functools.lru_cache(maxsize=256)
-def _device_table(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: float, device_id: int) -> Any:
-    """The axis table as a device int4 array ``(n_dst, 4)``, uploaded once per shape and device."""
-    import cupy
-
-    t = axis_table(arith, axis, n_src, n_dst, inv_scale)
-    return cupy.asarray(np.stack([t.i0, t.i1, t.w0, t.w1], axis=1))
-
-
-@resize_kernel.override("cupy")
-def _resize_cupy(
-    img: Any, *, arith: str, size: tuple[int, int], inv_scale: tuple[float, float], has_channels: bool
-) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, current_device_id
-
-    channels = img.shape[-1] if has_channels else 1
-    if not 1 <= channels <= 4:
-        return NotImplemented
-    height, width = img.shape[-3:-1] if has_channels else img.shape[-2:]
-    dw, dh = size
-    if (dh + 3) // 4 > 65535:
-        return NotImplemented
-    lead = img.shape[:-3] if has_channels else img.shape[:-2]
-    planes = int(np.prod(lead, dtype=np.int64))
-    device = current_device_id()
-    xtab = _device_table(arith, "x", width, dw, inv_scale[0], device)
-    ytab = _device_table(arith, "y", height, dh, inv_scale[1], device)
-    round_up = "false" if arith == "area2_even" else "true"  # (s + 2) >> 2, or half to even
-    fn = cuda_function(__name__, f"portcv_resize<{_CUDA_ARITH[arith]},{channels},{round_up}>")
-    src = cupy.ascontiguousarray(img).reshape(planes, height * width * channels)
-    out = cupy.empty((planes, dh * dw * channels), np.uint8)
-    grid_xy = ((dw * channels + 255) // 256, (dh + 3) // 4)
-    args = (np.int32(height), np.int32(width), np.int32(dh), np.int32(dw), xtab, ytab)
-    for start in range(0, planes, 65535):  # gridDim.z limit
-        stop = min(planes, start + 65535)
-        fn(grid_xy + (stop - start,), (64, 4), (src[start:stop], out[start:stop]) + args)
-    return out.reshape(lead + (dh, dw) + ((channels,) if has_channels else ()))
 
 
 #: Interpolation names of :func:`resize` and their OpenCV flags.
@@ -335,7 +200,7 @@ def resize(
     if interpolation == "bspline3":
         dw, dh = wanted if wanted is not None else (round(width * factors[0]), round(height * factors[1]))
     else:
-        arith, (dw, dh), inv_scale = _resize_plan((width, height), wanted, factors, interpolation, channels)
+        arith, (dw, dh), inv_scale = plan((width, height), wanted, factors, interpolation, channels)
     if dw < 1 or dh < 1:
         raise ValueError(f"scale: {scale!r} makes a {dw}x{dh} image from {width}x{height}")
     _validate.output_elements(img.shape, (height, width), (dh, dw), "size" if size is not None else "scale")
@@ -346,6 +211,3 @@ def resize(
     if arith == "copy":
         return backend().xp.asarray(img, copy=True)
     return resize_kernel(img, arith=arith, size=(dw, dh), inv_scale=inv_scale, has_channels=has_channels)
-
-_resize_plan = plan
-

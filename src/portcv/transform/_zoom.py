@@ -501,7 +501,3 @@ def zoom_to_size(img: Any, size: tuple[int, int], *, order: int, prefilter: bool
     else:
         frac_bits = 0 if prefilter else COEFFICIENT_BITS
     return spline_zoom_kernel(img, order=order, size=size, has_channels=has_channels, frac_bits=frac_bits)
-
-
-from . import _zoom_cuda  # noqa: E402,F401  (registers the CuPy overrides)
-from . import _zoom_pallas  # noqa: E402,F401  (registers the JAX override)

@@ -1,10 +1,10 @@
 """CuPy overrides of the B-spline zoom's kernels (``spline_prefilter``, ``spline_zoom``), running
-``_zoom_cuda.cu``. ``_zoom.py`` holds the portable versions (the reference) and imports this
-module at its end, which registers the overrides.
+``_zoom_cuda.cu``. ``_zoom.py`` holds the portable versions (the reference); ``portcv.transform``
+imports this module, which registers the overrides.
 
 The portable code on CuPy is dozens of small CuPy calls per frame (a slice, a product and a sum
-per tap and pass), so its time is the host's: about 1.3 ms for the prefilter and 1.7 ms for the
-interpolation of one QCIF frame x7. Here the prefilter is one launch (a block copies its tile and
+per tap and pass), so its time is the host's (docs/benchmarks.md, "Figures behind the kernels'
+choices"). Here the prefilter is one launch (a block copies its tile and
 a border into shared memory and runs both passes there; a thread filters a run of 8 samples from
 registers) and the interpolation one more (a block computes the x pass of the rows its output
 tile reads into shared memory, then the tile), with the portable version's integer arithmetic.

@@ -2,11 +2,10 @@
 Pallas (Triton) kernels, elsewhere the portable versions.
 
 Under XLA the portable code is a whole-array slice or gather, product and sum per tap and pass
-(the interpolation took 70 µs a QCIF frame x7 in a batch of 64 on an H200, the prefilter 1.6).
-Here each pass of each stage is one Pallas kernel, a program per tile of one plane, that reads
-its taps' samples through host-built index tables (mirrored borders included) and sums them
-with the portable version's integer weights and roundings: the same integer sums, so the same
-bits. ``_zoom.py`` imports this module at its end, which registers the overrides.
+(slow: docs/benchmarks.md, "Figures behind the kernels' choices"). Here each pass of each stage
+is one Pallas kernel, a program per tile of one plane, that reads its taps' samples through
+host-built index tables (mirrored borders included) and sums them with the portable version's
+integer weights and roundings: the same integer sums, so the same bits. ``portcv.transform`` imports this module, which registers the overrides.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import backend, require_dtype
-from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
+from ..backends.jax import quiet_pallas_triton
 from .._border import border_indices
 from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilter_kernel, spline_zoom_kernel
 
@@ -25,7 +24,7 @@ from ._zoom import COEFFICIENT_BITS, prefilter_taps, spline_axis, spline_prefilt
 @spline_zoom_kernel.override("jax", supports="every input (on a GPU: two Pallas kernels)")
 def _spline_zoom_jax(coef: Any, *, order: int, size: tuple[int, int], has_channels: bool, frac_bits: int) -> Any:
     params = dict(order=order, size=size, has_channels=has_channels, frac_bits=frac_bits)
-    if not backend().runs_on_host and pallas_triton_usable():
+    if backend().pallas_usable:
         run = pallas_zoom(tuple(coef.shape), np.dtype(coef.dtype).name, **params)
         if run is not None:
             with quiet_pallas_triton():  # JAX lowers the kernel at the first call
@@ -71,9 +70,8 @@ def _from_planes(out: Any, lead: tuple, channels: int, size: tuple, has_channels
 
 
 #: Tiles (rows x columns, warps) of the interpolation's W pass (over source rows) and H pass (over
-#: output rows). H200, µs a frame (QCIF x7 in a batch of 64 / one QCIF frame / 1080p x2): 4 x 128
-#: then 8 x 128, 4 warps 5.5 / 39.9 / 54.0; 8 x 64, 2 warps 5.4 / 48.2 / 61.5; 16 x 32, 2 warps
-#: 5.6 / 42.9 / 57.9; 2 x 256, 4 warps 6.0 / 36.5 / 61.0.
+#: output rows): the fastest of a GPU sweep over batches, single frames and 1080p (the figures:
+#: docs/benchmarks.md, "Figures behind the kernels' choices").
 ZOOM_TILES = ((4, 128, 4), (8, 128, 4))
 
 
@@ -91,8 +89,7 @@ def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], 
     ``(planes, H, dw)`` buffer; the H pass reads ``taps`` rows of it per output row and writes
     uint8. The same integer sums, so the same bits. (One fused kernel gathering the ``taps**2``
     coefficients of each output made each source row's W pass again for every output row that
-    reads it, 7 times at x7: 12.3 against 5.5 µs a QCIF frame x7 in a batch of 64, 77 against
-    54 at 1080p x2, on an H200.) ``tiles``: as :data:`ZOOM_TILES`."""
+    reads it, 7 times at x7, and was slower.) ``tiles``: as :data:`ZOOM_TILES`."""
     import jax.experimental.pallas as pl
     import jax.experimental.pallas.triton as plgpu
     import jax.numpy as jnp
@@ -170,17 +167,16 @@ def pallas_zoom(shape: tuple, dtype: str, *, order: int, size: tuple[int, int], 
     return jit(run)
 
 
-#: Tiles (rows x columns, warps) of the prefilter's W pass and H pass programs. H200, µs a frame
-#: (QCIF in a batch of 64 / one QCIF frame / 1080p / two 640x480 RGB): 8 x 32, 1 warp 0.70 / 34.7
-#: / 58.7 / 29.5; 8 x 64, 2 warps 0.72 / 49.5 / 63.4 / 30.1; 4 x 128 then 8 x 128, 4 warps 0.96 /
-#: 47.3 / 49.2 / 26.8 (CuPy's kernel: 0.69 / host-bound / 32.9 / 25.3). Making the int64 products
-#: from int32 partial sums of the taps' and samples' high and low halves instead was no faster.
+#: Tiles (rows x columns, warps) of the prefilter's W pass and H pass programs: the fastest of a
+#: GPU sweep in batches (docs/benchmarks.md, "Figures behind the kernels' choices"). Making the
+#: int64 products from int32 partial sums of the taps' and samples' high and low halves instead
+#: was no faster.
 PREFILTER_TILES = ((8, 32, 1), (8, 32, 1))
 
 
 @spline_prefilter_kernel.override("jax", supports="uint8 images (on a GPU: two Pallas kernels)")
 def _spline_prefilter_jax(img: Any, *, has_channels: bool) -> Any:
-    if not backend().runs_on_host and pallas_triton_usable() and np.dtype(img.dtype) == np.uint8:
+    if backend().pallas_usable and np.dtype(img.dtype) == np.uint8:
         run = pallas_prefilter(tuple(img.shape), has_channels=has_channels, tiles=PREFILTER_TILES)
         if run is not None:
             with quiet_pallas_triton():
@@ -200,8 +196,7 @@ def pallas_prefilter(shape: tuple, *, has_channels: bool, tiles: tuple = PREFILT
     mirrored row indices. Each tap multiplies the sum of its two mirrored samples, both factors
     int32 widened to int64 (one 32 x 32 -> 64-bit multiply); the same integer sums and
     roundings, so the same bits. ``tiles``: as :data:`PREFILTER_TILES`. (Under XLA the portable
-    version's 54 slices of int64 arrays took 1.6 µs a QCIF frame in a batch of 64 and 94 µs at
-    1080p on an H200.)
+    version is 54 slices of int64 arrays, slower.)
     """
     import jax.experimental.pallas as pl
     import jax.experimental.pallas.triton as plgpu

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ._convolve3d import METHODS, convolve3d, fft_error_bound
 from ._kernels import gabor_kernel3d, quantize_kernel
 from ._stream import Convolver3D
+from . import _convolve3d_cuda, _convolve3d_pallas  # noqa: F401  (register the CuPy and JAX overrides)
 
 __all__ = [
     "convolve3d",

@@ -4,14 +4,14 @@
 integer taps, summed exactly. Three methods give the same bits:
 
 - ``direct``: the sum itself, in int32 (the portable code: one shifted slice per tap); CuPy runs
-  ``_convolve3d.cu`` (each thread keeps the sums of 4 output frames x 4 or 8 pixels in registers
+  ``_convolve3d_cuda.cu`` (each thread keeps the sums of 4 output frames x 4 or 8 pixels in registers
   and streams the input rows of all the frames they need through them, after one launch that
   pads the video), JAX runs XLA's float32 convolution with
   ``precision="highest"``, exact while ``max|V| * sum|K| < 2**24``.
 - ``fft``: a float64 3-D FFT product rounded to the nearest integer, exact while the error bound
   of :func:`fft_error_bound` is below 0.25 (otherwise ``direct`` runs).
 - ``hybrid``: a float64 2-D FFT per frame, products summed along time, rounded the same way.
-  On CuPy both FFT methods run cuFFT with ``_convolve3d.cu``'s kernels around it (the padded
+  On CuPy both FFT methods run cuFFT with ``_convolve3d_cuda.cu``'s kernels around it (the padded
   float64 input in one launch, the hybrid's sum along time in one launch, the rounding of the
   kept part in one launch) and keep the kernel's spectrum of the last few calls.
 
@@ -31,11 +31,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import _validate
-from .._border import BORDER_CODE, BORDERS, pad_axis
+from .._border import BORDERS, pad_axis
 from .._kernel import kernel
+from .._separable_pass import OUT_DTYPES, finish_accumulator
 from ..backends import backend, require_dtype, to_numpy
-from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
-from ..filters._separable import OUT_DTYPES, finish_accumulator
+from ..backends.jax import quiet_pallas_triton
 
 #: Video dtypes and their value ranges (the exactness bounds use the largest magnitude).
 VIDEO_DTYPES = {"uint8": (0, 255), "uint16": (0, 65535), "int16": (-32768, 32767)}
@@ -52,14 +52,17 @@ FFT_BOUND_LIMIT = 0.25
 FFT_BOUND_CONSTANT = 12.0
 #: ``auto``'s cost model, measured at the article's size (720x560, k + 3 frames in, 4 out):
 #: seconds per multiply-add of ``direct`` and seconds per ``N log2 N`` unit of the FFT side,
-#: which is ``hybrid`` everywhere. On the host (NumPy, 2 cores): direct ~2 ns per MAC, the float64 3-D FFT
-#: ~1.5 ns per unit and the hybrid method faster still (paper size, k = 15: direct ~20 s, 3-D FFT
-#: 0.30 s, hybrid 0.18 s). On a GPU (H200, 16 clips a call, GPU time; asv Convolve3DGpuTime):
-#: CuPy's CUDA direct kernel ~0.06 ps per MAC (k = 15: 334 µs a clip) and its hybrid method
-#: ~0.5 ps per unit (k = 5, 9, 15: 122, 144, 258 µs a clip), so hybrid wins from about k = 15;
-#: JAX's Pallas direct kernel ~0.18 ps per MAC (k = 5, 9: 38, 207) and its hybrid method ~0.58
-#: ps per unit (126, 179, 329), so there hybrid wins from k = 9. Other GPU backends: CuPy's.
-COSTS = {"host": (2e-9, 1.5e-9), "cupy": (6e-14, 5e-13), "jax": (1.8e-13, 5.8e-13)}
+#: which is ``hybrid`` everywhere, for each kind of executor a backend is (:func:`executor`). On
+#: the host the hybrid method wins at every size; with CuPy's CUDA direct kernel hybrid wins from
+#: about k = 15, with JAX's Pallas direct kernel from k = 9 (the figures: docs/benchmarks.md,
+#: "convolve3d's cost model"). Other device backends: the CUDA kernels' figures.
+COSTS = {"host": (2e-9, 1.5e-9), "cuda kernels": (6e-14, 5e-13), "compiled programs": (1.8e-13, 5.8e-13)}
+
+
+def executor(b: Any) -> str:
+    """The :data:`COSTS` entry of backend ``b``, from what it declares: arrays in host memory,
+    whole programs compiled (XLA on a device), or else launched kernels (CuPy)."""
+    return "host" if b.runs_on_host else "compiled programs" if b.compiles_programs else "cuda kernels"
 
 
 @functools.lru_cache(maxsize=None)
@@ -215,7 +218,7 @@ def choose_method(method: str, video_dtype: Any, padded_shape: tuple[int, ...], 
     # auto: direct costs one multiply-add per nonzero tap and output; the 3-D FFT ~ N log2 N per
     # transform, three transforms (video, kernel, inverse) per kernel of the bank.
     b = backend()
-    per_mac, per_unit = COSTS["host"] if b.runs_on_host else COSTS.get(b.name, COSTS["cupy"])
+    per_mac, per_unit = COSTS[executor(b)]
     f, kt, kh, kw = taps.shape
     outputs = (padded_shape[-3] - kt + 1) * (padded_shape[-2] - kh + 1) * (padded_shape[-1] - kw + 1)
     direct = per_mac * outputs * int(np.count_nonzero(taps))
@@ -312,19 +315,6 @@ def convolve3d_hybrid_kernel(xp: Any, video: Any, *, taps: tuple, shape: tuple, 
     return _round_to_int32(xp, xp.stack(outs, axis=-4))
 
 
-#: The CUDA kernels' input types. Their accumulator is float (FFMA, exact while every partial sum
-#: is an integer below 2**24) or int (IMAD, exact below 2**31).
-_CUDA_INPUT = {"uint8": "unsigned char", "uint16": "unsigned short", "int16": "short"}
-_CUDA_BLOCK = (32, 8)
-_CUDA_FRAMES_PER_THREAD = 4
-
-
-def _cuda_x_per_thread(kw: int) -> int:
-    """Output pixels per thread: 8 for narrow kernels (more multiply-adds per tap read: k = 5 and
-    9 took 5 % and 10 % less time than with 4 on an H100), 4 from kw = 11 (at 8, k = 15 needs 136
-    registers and ran 10 % slower)."""
-    return 8 if kw <= 9 else 4
-
 
 def exact_in_float32(video_dtype: Any, taps: np.ndarray) -> bool:
     """Whether every partial sum of the direct method is an integer below 2**24 in magnitude, so
@@ -337,333 +327,6 @@ def _float32_exact_for(video_dtype: str, taps: tuple, shape: tuple) -> bool:
     return exact_in_float32(video_dtype, _taps_array(taps, shape))
 
 
-@convolve3d_direct_kernel.override(
-    "cupy", supports="kernel widths up to 31, at most 12,288 taps per kernel (its rows of taps rounded up to 4)")
-def _convolve3d_direct_cupy(video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
-                            time_mode: str) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, device_constant, launch_1d
-
-    f_count, kt, kh, kw = shape
-    # Shared memory holds one kernel's taps (48 KB), each row padded to a multiple of 4.
-    n_taps = kt * kh * (-(-kw // 4) * 4)
-    if kw > MAX_SIDE or n_taps > 12288:
-        return NotImplemented
-    t, h, w = video.shape[-3:]
-    pad_t = kt // 2 if time_mode == "same" else 0
-    tp, hp, wp = t + 2 * pad_t, h + kh - 1, w + kw - 1
-    t_out = tp - kt + 1
-    lead = video.shape[:-3]
-    planes = math.prod(lead)
-    t_blocks = -(-t_out // _CUDA_FRAMES_PER_THREAD)
-    xs = _cuda_x_per_thread(kw)
-    grid = (-(-w // (_CUDA_BLOCK[0] * xs)), -(-h // _CUDA_BLOCK[1]), planes * f_count * t_blocks)
-    if grid[1] > 65535 or grid[2] > 65535:
-        return NotImplemented
-    in_type = _CUDA_INPUT[dtype_name(video.dtype)]
-    # Padded rows `pitch` elements apart, a multiple of 16 bytes: the pad kernel stores 16-byte
-    # pieces (the allocation itself is 256-byte aligned), and the sums read their windows as
-    # whole words, at most xs + 2 samples past wp (xs + 1 for uint8, xs - 1 for 16-bit samples).
-    per_piece = 16 // np.dtype(video.dtype).itemsize
-    pitch = -(-(wp + xs + 2) // per_piece) * per_piece
-    rows = planes * tp * hp
-    pad_grid, pad_block = launch_1d(rows * 32)  # a warp per padded row
-    if rows + pad_grid[0] * pad_block[0] // 32 > 2**31 - 1:  # the pad's row index (an int) and its stride
-        return NotImplemented
-    padded = cupy.empty(lead + (tp, hp, pitch), dtype=video.dtype)
-    pad = cuda_function(__name__, f"portcv_convolve3d_pad<{in_type}>")
-    pad(pad_grid, pad_block,
-        (cupy.ascontiguousarray(video), padded, np.int32(planes * tp), np.int32(t), np.int32(h), np.int32(w),
-         np.int32(tp), np.int32(hp), np.int32(wp), np.int32(pitch), np.int32(pad_t), np.int32(BORDER_CODE[border]),
-         np.int32(border_value)))
-    as_float = _float32_exact_for(dtype_name(video.dtype), taps, shape)
-    acc_type = "float" if as_float else "int"
-    fn = cuda_function(__name__, f"portcv_convolve3d<{in_type},{acc_type},{kw},{xs}>")
-    out = cupy.empty(lead + (f_count, t_out, h, w), dtype=cupy.int32)
-    fn(grid, _CUDA_BLOCK,
-       (padded, out, np.int32(tp), np.int32(hp), np.int32(wp), np.int32(pitch), np.int32(t_out), np.int32(h),
-        np.int32(w),
-        np.int32(kt), np.int32(kh), np.int32(f_count), np.int32(t_blocks), device_constant(taps)),
-       shared_mem=4 * n_taps)
-    return out
-
-
-#: Kernel spectra kept on a GPU (per device, kernel and FFT size): a k = 15 kernel's is 50-60 MB
-#: at the article's size, so only the last few.
-_SPECTRA_KEPT = 4
-
-
-@functools.lru_cache(maxsize=_SPECTRA_KEPT)
-def _kernel_spectra_cupy(taps: Taps, shape: tuple, sizes: tuple, device_id: int) -> Any:
-    """cuFFT's float64 spectrum of the kernel bank as the FFT methods multiply it: over the last
-    two axes of each time slice flipped in space (``hybrid``, ``len(sizes) == 2``) or over all
-    three axes of the kernel flipped in time too (``fft``)."""
-    import cupy
-
-    w4 = _taps_array(taps, shape)
-    axes = tuple(range(-len(sizes), 0))
-    flipped = w4[:, ::-1, ::-1, ::-1] if len(sizes) == 3 else w4[:, :, ::-1, ::-1]
-    return cupy.fft.rfftn(cupy.asarray(np.ascontiguousarray(flipped, dtype=np.float64)), s=sizes, axes=axes)
-
-
-class _CupyGeometry(NamedTuple):
-    """Shapes of one call of the CuPy FFT methods: the leading (batch) axes, their product, the
-    padded (T, H, W) and the output frames, rows and columns of each filter."""
-
-    lead: tuple
-    planes: int
-    padded: tuple
-    t_out: int
-    h: int
-    w: int
-    halo: tuple  # (time, rows, columns) of padding before the first sample
-
-    @classmethod
-    def of(cls, video: Any, shape: tuple, time_mode: str) -> _CupyGeometry:
-        _, kt, kh, kw = shape
-        tp, hp, wp = padded_shape(video.shape, shape[1:], time_mode)[-3:]
-        lead = tuple(video.shape[:-3])
-        return cls(lead, math.prod(lead), (tp, hp, wp), tp - kt + 1, hp - kh + 1, wp - kw + 1,
-                   (kt // 2 if time_mode == "same" else 0, kh // 2, kw // 2))
-
-
-def _cupy_fft_input(video: Any, g: _CupyGeometry, sizes: tuple, border: str, border_value: int) -> Any:
-    """The video padded by ``border`` as :func:`pad_video` pads it, then by zeros to the FFT
-    lengths ``sizes`` (T2, H2, W2), as one float64 array (planes, T2, H2, W2): one launch."""
-    import cupy
-
-    from ..backends.cupy import cuda_function, launch_1d
-
-    t, h, w = video.shape[-3:]
-    tp, hp, wp = g.padded
-    planes = g.planes
-    t2, h2, w2 = sizes
-    out = cupy.empty((planes, t2, h2, w2), dtype=cupy.float64)
-    rows = planes * t2 * h2
-    fn = cuda_function(__name__, f"portcv_convolve3d_to_fft<{_CUDA_INPUT[dtype_name(video.dtype)]}>")
-    fn(*launch_1d(rows * 256),  # a block per row
-       (cupy.ascontiguousarray(video), out, np.int64(rows), np.int32(t), np.int32(h), np.int32(w), np.int32(tp),
-        np.int32(hp), np.int32(wp), np.int32(t2), np.int32(h2), np.int32(w2),
-        *(np.int32(v) for v in g.halo), np.int32(BORDER_CODE[border]), np.int32(border_value)))
-    return out
-
-
-def _cupy_round_into(out: Any, y: Any, *, groups: int, t_out: int, src_frames: int, t_off: int, y0: int, x0: int,
-                     dst_frames: int, dst_off: int) -> None:
-    """``out``'s frames ``dst_off .. dst_off + t_out`` of each of ``groups`` groups: the nearest
-    integers of ``y``'s frames ``t_off ..`` from row ``y0`` and column ``x0`` (one launch)."""
-    import cupy
-
-    from ..backends.cupy import cuda_function, launch_1d
-
-    h2, w2 = y.shape[-2:]
-    h, w = out.shape[-2:]
-    rows = groups * t_out * h
-    fn = cuda_function(__name__, "portcv_convolve3d_round")
-    fn(*launch_1d(rows * 256),  # a block per row
-       (cupy.ascontiguousarray(y), out, np.int64(rows), np.int32(t_out), np.int32(src_frames), np.int32(t_off),
-        np.int32(h2), np.int32(w2), np.int32(y0), np.int32(x0), np.int32(dst_frames), np.int32(dst_off),
-        np.int32(h), np.int32(w)))
-
-
-def _inverts_kept_frames(t_out: int, t2: int) -> bool:
-    """Whether CuPy's 3-D FFT method inverts along time first and then only the kept frames in
-    2-D (the same inverse transform, its last step cut to the 'valid' frames) instead of the whole
-    3-D inverse: when fewer than half the frames are kept. The inverse along a middle axis costs
-    CuPy transposing copies; on an H200 in batches of 16 clips of Table 1 it paid at k = 9 and 15
-    (4 of 12 and 18 frames kept: 254 against 268 and 425 against 497 µs a clip) and not at k = 5
-    (4 of 8: 205 against 197)."""
-    return 2 * t_out < t2
-
-
-@convolve3d_fft_kernel.override("cupy")
-def _convolve3d_fft_cupy(video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
-                         time_mode: str) -> Any:
-    import cupy
-
-    from ..backends.cupy import current_device_id
-
-    g = _CupyGeometry.of(video, shape, time_mode)
-    f_count, kt, kh, kw = shape
-    tp, t_out, h, w = g.padded[0], g.t_out, g.h, g.w
-    sizes = fft_shape(g.padded, 3)
-    spectrum = cupy.fft.rfftn(_cupy_fft_input(video, g, sizes, border, border_value), axes=(-3, -2, -1))
-    spectra = _kernel_spectra_cupy(taps, shape, sizes, current_device_id())
-    out = cupy.empty(g.lead + (f_count, t_out, h, w), dtype=cupy.int32)
-    for f in range(f_count):
-        product = spectrum * spectra[f]
-        if _inverts_kept_frames(t_out, sizes[0]):
-            kept = cupy.fft.ifft(product, axis=-3)[:, kt - 1:tp]
-            y, src_frames, t_off = cupy.fft.irfft2(kept, s=sizes[1:]), t_out, 0
-        else:
-            y, src_frames, t_off = cupy.fft.irfftn(product, s=sizes, axes=(-3, -2, -1)), sizes[0], kt - 1
-        _cupy_round_into(out, y, groups=g.planes, t_out=t_out, src_frames=src_frames, t_off=t_off, y0=kh - 1,
-                         x0=kw - 1, dst_frames=f_count * t_out, dst_off=f * t_out)
-    return out
-
-
-@convolve3d_hybrid_kernel.override("cupy")
-def _convolve3d_hybrid_cupy(video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
-                            time_mode: str) -> Any:
-    import cupy
-
-    from ..backends.cupy import cuda_function, current_device_id
-
-    g = _CupyGeometry.of(video, shape, time_mode)
-    f_count, kt, kh, kw = shape
-    (tp, hp, wp), planes, t_out, h, w = g.padded, g.planes, g.t_out, g.h, g.w
-    h2, w2 = fft_shape((hp, wp), 2)
-    frames = cupy.fft.rfft2(_cupy_fft_input(video, g, (tp, h2, w2), border, border_value))
-    spectra = _kernel_spectra_cupy(taps, shape, (h2, w2), current_device_id())
-    bins = h2 * (w2 // 2 + 1)
-    runs = -(-t_out // 4)  # C3_SPECTRAL_RUN output frames a thread
-    jobs = planes * f_count * runs
-    summed = cupy.empty((planes, f_count, t_out, h2, w2 // 2 + 1), dtype=cupy.complex128)
-    fn = cuda_function(__name__, "portcv_convolve3d_spectral_sum")
-    fn((-(-bins // 256), min(jobs, 65535)), (256,),
-       (cupy.ascontiguousarray(frames), cupy.ascontiguousarray(spectra), summed, np.int64(jobs), np.int32(tp),
-        np.int32(t_out), np.int32(kt), np.int32(f_count), np.int32(bins), np.int32(runs)))
-    del frames
-    y = cupy.fft.irfft2(summed, s=(h2, w2))
-    out = cupy.empty(g.lead + (f_count, t_out, h, w), dtype=cupy.int32)
-    _cupy_round_into(out, y, groups=planes * f_count, t_out=t_out, src_frames=t_out, t_off=0, y0=kh - 1, x0=kw - 1,
-                     dst_frames=t_out, dst_off=0)
-    return out
-
-
-@convolve3d_direct_kernel.override(
-    "jax", supports="max abs(video) * sum abs(kernel) < 2**24 (float32 convolution), else within the FFT bound (float64 FFT)")
-def _convolve3d_direct_jax(video: Any, *, taps: tuple, shape: tuple, border: str, border_value: int,
-                           time_mode: str) -> Any:
-    # XLA has no integer convolution on the GPU, and the portable code (one slice per tap) makes
-    # a program of k**3 operations: where float32 is exact, a Pallas kernel on a GPU (up to
-    # k = 9) or XLA's float32 convolution, else the float64 FFT (same bits by its bound).
-    padded = pad_video(backend().xp, video, shape[1:], border, border_value, time_mode)
-    w4 = _taps_array(taps, shape)
-    if _float32_exact_for(dtype_name(padded.dtype), taps, shape):
-        if not backend().runs_on_host and pallas_triton_usable():
-            conv = pallas_conv3d(tuple(padded.shape), shape)
-            if conv is not None:
-                return conv(padded, w4.astype(np.float32))
-        return _jax_conv()(padded, w4.astype(np.float32))
-    if _fft_error_bound(padded.dtype, tuple(padded.shape), w4, "fft") < FFT_BOUND_LIMIT:
-        return convolve3d_fft_kernel.portable_for(backend())(video, taps=taps, shape=shape, border=border,
-                                                             border_value=border_value, time_mode=time_mode)
-    return NotImplemented
-
-
-#: Pallas convolution: a program makes `frames` output frames of a `rows` x `cols` tile (powers of
-#: two, as Triton's blocks must be) with `warps` warps, chosen by the kernel's width: the first
-#: entry whose kw bound is at least kw. From an H200 sweep of the article's clips in batches of 16,
-#: GPU time a clip (k = 5: 4 x 16 x 128 with 8 warps 32.7 µs, other shapes 33-40; k = 7:
-#: 4 x 4 x 128 with 8 warps 94.3, others 95-121; k = 9: the same 198.7, others 197-226).
-PALLAS_TILES = ((5, (4, 16, 128, 8)), (31, (4, 4, 128, 8)))
-
-
-def pallas_tile(kw: int) -> tuple[int, int, int, int]:
-    """``(frames, rows, cols, warps)`` of the Pallas program for kernels kw wide."""
-    return next(tile for bound, tile in PALLAS_TILES if kw <= bound)
-
-
-#: The program is unrolled over (frames + kt - 1) x kw shifted loads; its compile time grows
-#: with them (6 s at k = 9, over a minute at k = 15), so larger kernels keep XLA's convolution.
-PALLAS_MAX_LOADS = 108
-
-
-@functools.lru_cache(maxsize=None)
-def pallas_conv3d(shape: tuple, kernel_shape: tuple, interpret: bool = False) -> Any:
-    """Jitted exact 3-D correlation of a padded volume ``(..., Tp, Hp, Wp)`` with float32 taps
-    ``(F, kt, kh, kw)`` by a Pallas (Triton) kernel -> ``(..., F, T, H, W)`` int32, or ``None``
-    where the grid would not fit (more than 65,535 programs on a grid axis) or the program would be
-    too large (PALLAS_MAX_LOADS). Its caller checks :func:`pallas_triton_usable` first.
-
-    XLA's float32 convolution of one channel (cuDNN) runs at under 1 T multiply-add/s on an H200
-    at k = 5. Here a program keeps a few output frames of one tile in registers (float32:
-    the caller checked that every partial sum is an integer below 2**24, so every product and
-    add is exact in any order) and walks the input frames they need: each shifted input tile,
-    loaded once, feeds every output frame whose time tap reaches it (the CUDA kernel's
-    streaming). Masked loads and stores keep the tiles that overhang the volume inside it, so
-    the padded video is read as it is and the output written at its size, with no copies.
-    """
-    import jax
-    import jax.numpy as jnp
-
-    import jax.experimental.pallas as pl
-    import jax.experimental.pallas.triton as plgpu
-
-    from ..backends.jax import jit
-
-    lead, (tp, hp, wp) = shape[:-3], shape[-3:]
-    planes = math.prod(lead)
-    f_count, kt, kh, kw = kernel_shape
-    t_out, h, w = tp - kt + 1, hp - kh + 1, wp - kw + 1
-    tf, bh, bw, warps = pallas_tile(kw)
-    t_blocks, y_blocks, x_blocks = -(-t_out // tf), -(-h // bh), -(-w // bw)
-    grid = (y_blocks * x_blocks, t_blocks, planes * f_count)
-    if min(planes, t_out, h, w) <= 0 or max(grid[1:]) > 65535 or grid[0] > 2**31 - 1:
-        return None
-    if (tf + kt - 1) * kw > PALLAS_MAX_LOADS:
-        return None
-    # Where the tiles overhang the volume, masks keep loads and stores inside it (masked-out
-    # samples read as 0 and feed only outputs that are not stored): no padded copy of the input,
-    # no cut copy of the output. Each axis gets a mask only where its tiles overhang.
-    rows_overhang, cols_overhang = y_blocks * bh + kh - 1 > hp, x_blocks * bw + kw - 1 > wp
-    frames_overhang = t_blocks * tf > t_out
-
-    def program(x_ref: Any, k_ref: Any, o_ref: Any) -> None:
-        tile, tb, pf = pl.program_id(0), pl.program_id(1), pl.program_id(2)
-        plane, f = pf // f_count, pf % f_count
-        t0, y0, x0 = tb * tf, (tile // x_blocks) * bh, (tile % x_blocks) * bw
-        rows = jnp.arange(bh)[:, None]
-        cols = jnp.arange(bw)[None, :]
-
-        def inside(y: Any, x: Any, y_size: int, x_size: int, rows_masked: bool, cols_masked: bool) -> Any:
-            mask = None
-            if rows_masked:
-                mask = rows + y < y_size
-            if cols_masked:
-                col_mask = cols + x < x_size
-                mask = col_mask if mask is None else mask & col_mask
-            return mask
-
-        def row_tap(n: Any, acc: tuple) -> tuple:
-            acc = list(acc)
-            # Row n's masks, one per column tap, the same for every input frame.
-            masks = [inside(y0 + n, x0 + m, hp, wp, rows_overhang, cols_overhang) for m in range(kw)]
-            for tt in range(tf + kt - 1):  # input frame t0 + tt
-                frame = t0 + tt
-                if frames_overhang:
-                    frame = jnp.minimum(frame, tp - 1)  # frames past the end feed only uncut outputs
-                for m, mask in enumerate(masks):
-                    window = plgpu.load(x_ref.at[plane, frame, pl.ds(y0 + n, bh), pl.ds(x0 + m, bw)], mask=mask,
-                                        other=0 if mask is not None else None).astype(jnp.float32)
-                    for j in range(max(0, tt - kt + 1), min(tf, tt + 1)):  # output frames reaching it
-                        acc[j] = acc[j] + k_ref[f, tt - j, n, m] * window
-            return tuple(acc)
-
-        zeros = tuple(jnp.zeros((bh, bw), jnp.float32) for _ in range(tf))
-        acc = jax.lax.fori_loop(0, kh, row_tap, zeros)
-        store_mask = inside(y0, x0, h, w, y_blocks * bh > h, x_blocks * bw > w)
-        for j in range(tf):
-            def store(j: int = j) -> None:
-                plgpu.store(o_ref.at[plane, f, t0 + j, pl.ds(y0, bh), pl.ds(x0, bw)], acc[j].astype(jnp.int32),
-                            mask=store_mask)
-            if frames_overhang and j:
-                pl.when(t0 + j < t_out)(store)
-            else:
-                store()
-
-    call = pl.pallas_call(
-        program, grid=grid, interpret=interpret,
-        out_shape=jax.ShapeDtypeStruct((planes, f_count, t_out, h, w), jnp.int32),
-        compiler_params=plgpu.CompilerParams(num_warps=warps, num_stages=1))
-
-    def run(padded: Any, taps: Any) -> Any:
-        y = call(jnp.reshape(padded, (planes, tp, hp, wp)), jnp.asarray(taps, jnp.float32))
-        return jnp.reshape(y, lead + (f_count, t_out, h, w))
-
-    return jit(run)
 
 
 @functools.cache

@@ -4,13 +4,15 @@ over the window's offsets (:func:`looped_bilateral`).
 
 The portable version is a handful of whole-image operations per window offset (121 offsets for
 Table 5's 11 x 11 window), each writing and reading its image through memory, and a gather of the
-range table per offset: on an H200, 1.9 ms a frame for DCBF in batches of 16. Here a program keeps its
+range table per offset (slow on a GPU: docs/benchmarks.md, "Figures behind the kernels'
+choices"). Here a program keeps its
 pixels' sums in registers and walks the offsets with the portable version's integer arithmetic,
 in the same order, so the bits are the same: one tile of pixels (:func:`pallas_bilateral`), or,
 where only the holes change (``dcbf(update="holes")``), a list of holes
 (:func:`pallas_bilateral_holes`). Traced as it is, the portable version unrolls its offsets into
 the program, whose compile time grows with the window; the XLA loop reads them from a table
-instead. ``_bilateral.py`` imports this module at its end, which registers the override.
+instead. The packages that run the kernel (``portcv.filters``, ``portcv.depth``) import this module,
+which registers the override.
 """
 
 from __future__ import annotations
@@ -20,19 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from .._border import pad_axis
-from ..backends import backend
-from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
 from ._bilateral import WEIGHT_BITS, bilateral_kernel, bordered, offset_terms, weighted_mean
+from ._border import pad_axis
+from .backends import backend
+from .backends.jax import quiet_pallas_triton
 
-#: A program's tile: rows x columns (powers of two, as Triton's blocks must be) and its warps.
-#: H200, Table 5's task (800 x 600, 11 x 11, 16 frames a call), µs a frame: grey guide 39.6, RGB
-#: 73.7 (CuPy's kernel: 80.3 and 103.0); 16 x 64 and 32 x 64 with 8 warps within 5 %, tiles 128
-#: wide 1.5x slower.
+#: A program's tile: rows x columns (powers of two, as Triton's blocks must be) and its warps,
+#: the fastest on Table 5's task in a GPU sweep (tiles 128 wide are much slower; the figures:
+#: docs/benchmarks.md, "Figures behind the kernels' choices").
 PALLAS_TILE = (8, 64, 4)
-#: Holes per program of the hole fill (a power of two) and its warps. H200, DCBF of Table 5's task
-#: (7 % holes), µs a frame, uint8 / uint16 depth: 32 holes, 1 warp 50.2 / 51.1 (CuPy 24.5 /
-#: 25.1); 64, 4 warps 58.4 / 59.6; 128, 4 warps 74.5 / 59.1; 256, 4 warps 200 / 193.
+#: Holes per program of the hole fill (a power of two) and its warps: the fastest for DCBF of
+#: Table 5's task (7 % holes) in a GPU sweep; more holes a program is slower (docs/benchmarks.md,
+#: "Figures behind the kernels' choices").
 HOLES_PER_PROGRAM, HOLE_WARPS = 32, 1
 
 
@@ -43,7 +44,7 @@ def _bilateral_jax(guide: Any, values: Any, table: Any, spatial: Any, *, offsets
                    keep_known: bool, wide: bool) -> Any:
     params = dict(offsets=offsets, radius=radius, guide_channels=guide_channels, value_channels=value_channels,
                   border=border, color_norm=color_norm, hole=hole, keep_known=keep_known, wide=wide)
-    if not backend().runs_on_host and pallas_triton_usable():
+    if backend().pallas_usable:
         build = pallas_bilateral_holes if keep_known and hole is not None else pallas_bilateral
         run = build(tuple(guide.shape), tuple(values.shape), np.dtype(values.dtype).name, **params)
         if run is not None:
@@ -66,7 +67,7 @@ def looped_bilateral() -> Any:
     """
     from jax import lax
 
-    from ..backends.jax import jit
+    from .backends.jax import jit
 
     def run(guide: Any, values: Any, table: Any, spatial: Any, *, offsets: tuple, radius: int,
             guide_channels: bool, value_channels: bool, border: str, color_norm: str, hole: int | None,
@@ -123,7 +124,7 @@ def pallas_bilateral(guide_shape: tuple, values_shape: tuple, values_dtype: str,
     import jax.experimental.pallas as pl
     import jax.experimental.pallas.triton as plgpu
 
-    from ..backends.jax import jit
+    from .backends.jax import jit
 
     g_planes = guide_shape[-1] if guide_channels else 1
     v_planes = values_shape[-1] if value_channels else 1
@@ -219,7 +220,7 @@ def pallas_bilateral_holes(guide_shape: tuple, values_shape: tuple, values_dtype
     import jax.experimental.pallas as pl
     import jax.experimental.pallas.triton as plgpu
 
-    from ..backends.jax import jit
+    from .backends.jax import jit
 
     if not keep_known or hole is None or value_channels:
         return None

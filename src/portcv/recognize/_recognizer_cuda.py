@@ -1,4 +1,4 @@
-"""CuPy overrides of the recognizer's kernels, launching the CUDA kernels of ``_cuda.cu``.
+"""CuPy overrides of the recognizer's kernels, launching the CUDA kernels of ``_recognizer_cuda.cu``.
 
 ``_lbp.py``, ``_histograms.py`` and ``_chi_square.py`` hold the portable versions (the
 reference); each kernel here computes the same integers (the CUDA source says why, step by

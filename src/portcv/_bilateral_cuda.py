@@ -1,6 +1,7 @@
 """CuPy override of the joint bilateral kernel (``joint_bilateral``: ``filters.joint_bilateral``
 and ``depth.dcbf``), running ``_bilateral_cuda.cu``. ``_bilateral.py`` holds the portable version
-(the reference) and imports this module at its end, which registers the override.
+(the reference); the packages that run the kernel (``portcv.filters``, ``portcv.depth``) import this
+module, which registers the override.
 
 The portable version is a handful of whole-image CuPy calls per window offset (121 offsets for
 Table 5's 11 x 11 window), host-bound on a GPU; here one thread per output pixel walks the
@@ -40,7 +41,7 @@ def _bilateral_cupy(guide: Any, values: Any, table: Any, spatial: Any, *, offset
                     keep_known: bool, wide: bool) -> Any:
     import cupy
 
-    from ..backends.cupy import cuda_function, device_constant, sm_count
+    from .backends.cupy import cuda_function, device_constant, sm_count
 
     value_type = _VALUE_TYPES.get(np.dtype(values.dtype))
     gy, vy = (-3 if guide_channels else -2), (-3 if value_channels else -2)

@@ -3,6 +3,7 @@ geometry, and detection per frame."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from typing import Any
@@ -11,7 +12,7 @@ import numpy as np
 
 from ... import _validate
 from .._scan._group import group_and_clip
-from .._scan._parameters import to_gray
+from .._scan._parameters import ScanParameters, to_gray
 from ._scan import candidates_to_rects, check_params, run_scan
 from ._xml import Cascade, parse_cascade, read_cascade
 
@@ -174,29 +175,26 @@ class CascadeDetector:
         >>> len(boxes)                                                                              # doctest: +SKIP
         0
         """
-        c = self.cascade
-        sf, mn, mins, maxs, split = check_params(scale_factor, min_neighbors, min_size, max_size, split_stage,
-                                                 c.n_stages)
-        raw = _validate.boolean(raw, "raw")
+        params = check_params(scale_factor, min_neighbors, min_size, max_size, split_stage, self.cascade.n_stages)
+        if _validate.boolean(raw, "raw"):
+            params = dataclasses.replace(params, min_neighbors=0)  # the candidates, ungrouped
         img = _validate.image(image)
         gray, batched = to_gray(img, channel_axis)
         if batched:
-            return [self._detect_one(gray[t], sf, mn, mins, maxs, split, raw) for t in range(gray.shape[0])]
-        return self._detect_one(gray, sf, mn, mins, maxs, split, raw)
+            return [self._detect_one(gray[t], params) for t in range(gray.shape[0])]
+        return self._detect_one(gray, params)
 
-    def _detect_one(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, split: int,
-                    raw: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _detect_one(self, gray: Any, params: ScanParameters) -> tuple[np.ndarray, np.ndarray]:
         height, width = gray.shape
         # The cached geometry, the launches and the single read-back: _scan.run_scan.
-        scanned = run_scan(self.cascade, gray, sf, mins, maxs, split, device_cache=self._device, state=self._grids,
-                           min_neighbors=0 if raw else mn)
+        scanned = run_scan(self.cascade, gray, params, device_cache=self._device, state=self._grids)
         if scanned is None:
             return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
         grid, idx, grouped = scanned
         if grouped is not None:  # grouped and clipped on the device (CuPy)
             return grouped
         rects = candidates_to_rects(grid, idx, self.cascade.window)
-        return group_and_clip(rects, 0 if raw else mn, width, height)
+        return group_and_clip(rects, params.min_neighbors, width, height)
 
 
 def load_cascade(path_or_name: Any) -> Cascade:

@@ -12,7 +12,7 @@ from ... import _validate, backends
 from ...backends import backend, to_numpy
 from .._scan._group import CANDIDATE_LIMIT, GROUP_EPS, GROUP_READ, unpack_boxes
 from .._scan._kernels import compact_kernel, group_kernel, pyramid_kernel, reciprocals
-from .._scan._parameters import check_min_neighbors, check_scale_factor, check_size_pair
+from .._scan._parameters import ScanParameters, check_min_neighbors, check_scale_factor, check_size_pair
 from .._scan._pyramid import MIN_CAPACITY, level_rects, next_capacity, packed_pyramid_maps
 from ._cascade import candidates_kernel, evaluate_kernel, integrals_kernel, plan_evaluate_kernel
 from ._xml import Cascade
@@ -86,16 +86,19 @@ def candidates_to_rects(grid: ScanGrid, index: np.ndarray, window: tuple[int, in
 # Argument checks
 # --------------------------------------------------------------------------------------------
 def check_params(scale_factor: Any, min_neighbors: Any, min_size: Any, max_size: Any, split_stage: Any,
-                 n_stages: int) -> tuple:
-    sf = check_scale_factor(scale_factor)
-    mn = check_min_neighbors(min_neighbors)
-    mins = check_size_pair(min_size, "min_size", allow_none=False)
-    maxs = check_size_pair(max_size, "max_size", allow_none=True)
+                 n_stages: int) -> ScanParameters:
+    """:meth:`CascadeDetector.detect`'s scan parameters, checked; ``split_stage=None`` becomes the
+    active backend's default (:func:`default_split`)."""
+    factor = check_scale_factor(scale_factor)
+    neighbours = check_min_neighbors(min_neighbors)
+    smallest = check_size_pair(min_size, "min_size", allow_none=False)
+    largest = check_size_pair(max_size, "max_size", allow_none=True)
     if split_stage is None:
         split = min(default_split(backend()), max(1, n_stages))
     else:
         split = _validate.integer(split_stage, "split_stage", low=1, high=max(1, n_stages))
-    return sf, mn, mins, maxs, split
+    return ScanParameters(scale_factor=factor, min_neighbors=neighbours, min_size=smallest, max_size=largest,
+                          split_stage=split)
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,11 +321,10 @@ def host_scan_parts(backend_name: str, bounds: tuple[int, ...], static_items: tu
     return tables, first, levels, tail
 
 
-def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, max_size: Any, split: int, *,
-             device_cache: dict, state: dict, min_neighbors: int = 0) -> tuple | None:
+def run_scan(cascade: Cascade, gray: Any, params: ScanParameters, *, device_cache: dict, state: dict) -> tuple | None:
     """One gray frame through the whole scan: ``(grid, candidate window indices, None)``, or
-    ``(grid, None, (rects, neighbours))`` when the candidates were grouped (``min_neighbors >
-    0``) and clipped on the device (CuPy, JAX), or ``None`` when no window fits the frame.
+    ``(grid, None, (rects, neighbours))`` when the candidates were grouped (``params.min_neighbors
+    > 0``) and clipped on the device (CuPy, JAX), or ``None`` when no window fits the frame.
 
     The device work is :func:`scan_program`; nothing is read back before its end. Launches on
     CuPy (a Haar cascade without tilted features): the pyramid gather (1), the integral images
@@ -338,9 +340,9 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     """
     c = cascade
     height, width = gray.shape
-    if max_size is None or max_size[0] == 0 or max_size[1] == 0:
-        max_size = (width, height)
-    geo = scan_geometry(width, height, c.window, scale_factor, tuple(min_size), tuple(max_size))
+    scale_factor, min_neighbors = params.scale_factor, params.min_neighbors
+    min_size, max_size = tuple(params.min_size), params.max_size_for(width, height)
+    geo = scan_geometry(width, height, c.window, scale_factor, min_size, max_size)
     grid = geo.grid
     if grid is None or grid.size == 0:
         return None
@@ -350,13 +352,13 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     if layout is None:
         layout = device_cache["stage_layout"] = c.stage_layout()  # static: computed once per detector
     static = dict(feature_type=c.feature_type, window=c.window, has_tilted=c.has_tilted, stages=layout)
-    split = min(split, c.n_stages)
+    split = min(params.split_stage, c.n_stages)
     bounds = plan_levels(b, split, c.n_stages)
     levels = len(bounds) - 1
     static_key = tuple(sorted(static.items()))
     inputs = (gray,) + geo.on(b) + geo.group_arrays(b)
 
-    key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, b.device_key())
+    key = (width, height, scale_factor, min_size, max_size, split, b.device_key())
     # A new detector of the same cascade starts from what an earlier one learned (JAX: its
     # capacities are compiled programs; starting from scratch costs a slow first frame).
     shared_key = (key, static_key)

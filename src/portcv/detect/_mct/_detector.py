@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import sys
 import threading
@@ -16,7 +17,7 @@ from ...backends import backend, to_numpy
 from ...backends.jax import pallas_triton_usable
 from .._scan._group import CANDIDATE_LIMIT, GROUP_EPS, GROUP_READ, group_and_clip, unpack_boxes
 from .._scan._kernels import compact_kernel, group_kernel, pyramid_kernel, reciprocals
-from .._scan._parameters import check_min_neighbors, check_scale_factor, check_size_pair, to_gray
+from .._scan._parameters import ScanParameters, check_min_neighbors, check_scale_factor, check_size_pair, to_gray
 from .._scan._pyramid import level_rects, next_capacity, packed_pyramid_maps
 from ._cascade_file import BUNDLED, MCTCascade, load_mct_cascade
 from ._mct import mct_kernel, segment_alive_kernel
@@ -69,26 +70,60 @@ def _group_candidates(plan: Any, count: Any, group_arrays: tuple, *, group: tupl
                         width=width, height=height, capacity=capacity)
 
 
-def _whole_scan(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, offsets: Any, position_offsets: Any,
-                lut: Any, thresholds: Any, group_arrays: Any, *, shape: tuple[int, int], segments: tuple, head: int,
-                group: Any, window: tuple[int, int], capacity: int) -> tuple:
-    """A frame's whole scan as one program (:func:`whole_plan_scan`): the codes, then
-    each segment of stages over the full-length plan and its compaction, with no count read in
-    between, then (given ``group``, as :func:`_group_candidates`) the grouping. Returns
-    ``(survivors, plan, first, grouped)``: ``[count, plan[0], ..., plan[head - 1]]`` (int32), the
-    plan, and group_kernel's first ``2 + 5 GROUP_READ`` entries and whole output (``None``
-    without ``group``). A frame reads ``first``, or ``survivors`` without a grouping or where it
-    declined, and the plan only past ``head`` survivors."""
+@dataclasses.dataclass(frozen=True)
+class WholeScan:
+    """What a frame's one-program scan (:func:`_whole_scan`) is compiled for: hashable, a static
+    argument (one compilation each).
+
+    Attributes
+    ----------
+    packed_shape : (int, int)
+        The packed pyramid's shape (:class:`MCTGeometry`).
+    segments : tuple
+        The stage segments (:meth:`MCTDetector._segments`); a compaction follows each.
+    head : int
+        Survivor indices read with the count.
+    group : (int, int, int) or None
+        ``(min_neighbors, width, height)`` of the grouping in the program; None: no grouping.
+    window : (int, int)
+        The cascade's window.
+    group_capacity : int
+        Most candidates the program groups (more: it declines and the host groups).
+    """
+
+    packed_shape: tuple[int, int]
+    segments: tuple
+    head: int
+    group: tuple | None
+    window: tuple[int, int]
+    group_capacity: int
+
+
+def _whole_scan(gray: Any, geometry: tuple, tables: tuple, group_arrays: tuple | None, *, scan: WholeScan) -> tuple:
+    """A frame's whole scan as one program (:func:`whole_plan_scan`): the codes, then each
+    segment of stages over the full-length plan and its compaction, with no count read in
+    between, then (given ``scan.group``, as :func:`_group_candidates`) the grouping.
+
+    ``geometry`` is :meth:`MCTGeometry.on`'s ``(xmap, ymap, xtab, ytab, offsets)``, ``tables``
+    :meth:`MCTDetector._cascade_on`'s ``(position_offsets, lut, thresholds)``, ``group_arrays``
+    :meth:`MCTGeometry.group_arrays` (None without a grouping). Returns ``(survivors, plan, first,
+    grouped)``: ``[count, plan[0], ..., plan[head - 1]]`` (int32), the plan, and group_kernel's
+    first ``2 + 5 GROUP_READ`` entries and whole output (``None`` without a grouping). A frame
+    reads ``first``, or ``survivors`` without a grouping or where it declined, and the plan only
+    past ``head`` survivors."""
     xp = backend().xp
-    codes = _codes(gray, xmap, ymap, xtab, ytab, shape=shape)
+    xmap, ymap, xtab, ytab, offsets = geometry
+    position_offsets, lut, thresholds = tables
+    codes = _codes(gray, xmap, ymap, xtab, ytab, shape=scan.packed_shape)
     n = int(offsets.shape[0])
     plan, count = xp.arange(n, dtype=xp.int32), xp.asarray(n, dtype=xp.int32)
-    for stages in segments:
+    for stages in scan.segments:
         plan, count = _segment(codes, offsets, plan, count, position_offsets, lut, thresholds, stages=stages, cap=n)
-    survivors = xp.concat([xp.reshape(count, (1,)), plan[:head]])
-    if group is None:
+    survivors = xp.concat([xp.reshape(count, (1,)), plan[:scan.head]])
+    if scan.group is None:
         return survivors, plan, None, None
-    grouped = _group_candidates(plan, count, group_arrays, group=group, window=window, capacity=capacity)
+    grouped = _group_candidates(plan, count, group_arrays, group=scan.group, window=scan.window,
+                                capacity=scan.group_capacity)
     return survivors, plan, grouped[: 2 + 5 * GROUP_READ], grouped
 
 
@@ -99,14 +134,15 @@ def whole_plan_scan(b: Any) -> bool:
     return b.static_shapes and not b.runs_on_host and pallas_triton_usable()  # TODO(54): Backend property
 
 
-def whole_scan_frames(grays: Any, *args: Any, **static: Any) -> tuple:
+def whole_scan_frames(grays: Any, geometry: tuple, tables: tuple, group_arrays: tuple | None, *,
+                      scan: WholeScan) -> tuple:
     """:func:`_whole_scan` of each frame of ``(T, H, W)`` ``grays`` in one program (a
     ``lax.map`` over the frames: the program does not grow with T): ``(survivors, grouped)``
     stacked per frame (``grouped`` None without a grouping)."""
     from jax import lax
 
     def one(gray: Any) -> tuple:
-        survivors, _plan, _first, grouped = _whole_scan(gray, *args, **static)
+        survivors, _plan, _first, grouped = _whole_scan(gray, geometry, tables, group_arrays, scan=scan)
         return survivors, grouped
 
     return lax.map(one, grays)
@@ -118,8 +154,7 @@ def _compiled(backend_name: str, what: str) -> Any:
     if what == "codes":
         return b.jit(_codes, static_argnames=("shape",))
     if what in ("whole", "whole frames"):
-        return b.jit(_whole_scan if what == "whole" else whole_scan_frames,
-                     static_argnames=("shape", "segments", "head", "group", "window", "capacity"))
+        return b.jit(_whole_scan if what == "whole" else whole_scan_frames, static_argnames=("scan",))
     return b.jit(_segment, static_argnames=("stages", "cap"))
 
 
@@ -348,26 +383,29 @@ class MCTDetector:
         >>> det.detect(np.full((40, 40), 7, np.uint8), min_neighbors=0)[0].shape   # flat: no face
         (0, 4)
         """
-        c = self.cascade
-        sf = check_scale_factor(scale_factor)
-        mn = check_min_neighbors(min_neighbors)
-        mins = check_size_pair(min_size, "min_size", allow_none=False)
-        maxs = check_size_pair(max_size, "max_size", allow_none=True)
-        st = _validate.integer(step, "step", low=1, high=64)
-        if split_stage is None:
-            split = None
-        else:
-            split = _validate.integer(split_stage, "split_stage", low=0, high=c.n_stages)
-        raw = _validate.boolean(raw, "raw")
-        devs = self._check_devices(devices)
+        factor = check_scale_factor(scale_factor)
+        neighbours = check_min_neighbors(min_neighbors)
+        smallest = check_size_pair(min_size, "min_size", allow_none=False)
+        largest = check_size_pair(max_size, "max_size", allow_none=True)
+        window_step = _validate.integer(step, "step", low=1, high=64)
+        split = self._check_split_stage(split_stage)
+        if _validate.boolean(raw, "raw"):
+            neighbours = 0  # the candidates, ungrouped
+        params = ScanParameters(scale_factor=factor, min_neighbors=neighbours, min_size=smallest, max_size=largest,
+                                split_stage=split, step=window_step)
+        device_ids = self._check_devices(devices)
         img = _validate.image(image)
         gray, batched = to_gray(img, channel_axis)
-        args = (sf, 0 if raw else mn, mins, maxs, st, split, devs)
         if batched:
-            if devs is None and whole_plan_scan(backend()) and gray.shape[0] > 1:
-                return self._detect_frames(gray, *args)
-            return [self._detect_one(gray[t], *args) for t in range(gray.shape[0])]
-        return self._detect_one(gray, *args)
+            if device_ids is None and whole_plan_scan(backend()) and gray.shape[0] > 1:
+                return self._detect_frames(gray, params, device_ids)
+            return [self._detect_one(gray[t], params, device_ids) for t in range(gray.shape[0])]
+        return self._detect_one(gray, params, device_ids)
+
+    def _check_split_stage(self, split_stage: Any) -> int | None:
+        if split_stage is None:
+            return None
+        return _validate.integer(split_stage, "split_stage", low=0, high=self.cascade.n_stages)
 
     @staticmethod
     def _check_devices(devices: Any) -> tuple | None:
@@ -387,27 +425,25 @@ class MCTDetector:
         """The windows passing every stage of a gray ``(H, W)`` uint8 image, as ``(N, 3)`` int32
         ``(level, x, y)`` rows in ascending (level, y, x) order (level coordinates)."""
         img = _validate.image(image, max_ndim=2, gray=True)
-        sf = check_scale_factor(scale_factor)
-        mins = check_size_pair(min_size, "min_size", allow_none=False)
-        maxs = check_size_pair(max_size, "max_size", allow_none=True)
-        st = _validate.integer(step, "step", low=1, high=64)
-        split = None if split_stage is None else _validate.integer(split_stage, "split_stage", low=0,
-                                                                   high=self.cascade.n_stages)
-        found, _, _ = self._scan(img, sf, mins, maxs, st, split, self._check_devices(devices))
+        params = ScanParameters(scale_factor=check_scale_factor(scale_factor), min_neighbors=0,
+                                min_size=check_size_pair(min_size, "min_size", allow_none=False),
+                                max_size=check_size_pair(max_size, "max_size", allow_none=True),
+                                step=_validate.integer(step, "step", low=1, high=64),
+                                split_stage=self._check_split_stage(split_stage))
+        found, _, _ = self._scan(img, params, self._check_devices(devices))
         return found
 
-    def _geometries(self, width: int, height: int, sf: float, mins: tuple, maxs: Any, step: int,
-                    groups: int) -> tuple[list, list]:
+    def _geometries(self, width: int, height: int, params: ScanParameters, groups: int) -> tuple[list, list]:
         from ...transform._pyramid import pyramid_plan
 
-        if maxs is None or maxs[0] == 0 or maxs[1] == 0:
-            maxs = (width, height)
-        key = (width, height, sf, mins, tuple(maxs), step, groups)
+        max_size, step = params.max_size_for(width, height), params.step
+        key = (width, height, params.scale_factor, params.min_size, max_size, step, groups)
         with self._lock:
             hit = self._geometry.get(key)
             if hit is None:
                 W, H = self.cascade.window
-                levels = pyramid_plan(width, height, sf, (W, H), min_size=mins, max_size=maxs, name="scale_factor")
+                levels = pyramid_plan(width, height, params.scale_factor, (W, H), min_size=params.min_size,
+                                      max_size=max_size, name="scale_factor")
                 counts = [len(range(0, max(w - W + 1, 0), step)) * len(range(0, max(h - H + 1, 0), step))
                           for _, (w, h) in levels]
                 keep = [i for i, n in enumerate(counts) if n > 0]
@@ -450,8 +486,8 @@ class MCTDetector:
         ranges = self.cascade.stage_ranges()
         return tuple(tuple((j, ranges[j]) for j in range(s0, s1)) for s0, s1 in zip(bounds[:-1], bounds[1:]))
 
-    def _scan(self, gray: Any, sf: float, mins: tuple, maxs: Any, step: int, split: int | None,
-              devices: tuple | None, group: tuple | None = None) -> tuple[np.ndarray, list, Any]:
+    def _scan(self, gray: Any, params: ScanParameters, devices: tuple | None,
+              group: tuple | None = None) -> tuple[np.ndarray, list, Any]:
         """``(candidates, levels, grouped)``: the (level, x, y) rows passing every stage, and, given
         ``group = (min_neighbors, width, height)`` on a backend that groups on the device (one
         device), ``grouped = (rects, neighbours)`` instead of the candidates (``None`` otherwise)."""
@@ -462,9 +498,10 @@ class MCTDetector:
             # scan runs on NumPy, as the JAX backend's host callbacks do for single kernels. The
             # same integer scan: the same candidates.
             with backends.using("numpy"):
-                return self._scan(to_numpy(gray), sf, mins, maxs, step, split, devices, group)
+                return self._scan(to_numpy(gray), params, devices, group)
         height, width = gray.shape
-        levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1 if devices is None else len(devices))
+        split = params.split_stage
+        levels, geos = self._geometries(width, height, params, 1 if devices is None else len(devices))
         groups = [(g, geo) for g, geo in enumerate(geos) if geo.offsets.size]
         scopes = [functools.partial(_device_scope, b, None if devices is None else devices[g]) for g, _ in groups]
         group = group if devices is None and _groups_on_device(b) else None
@@ -621,39 +658,39 @@ class MCTDetector:
             return None
         return unpack_boxes(first if m <= GROUP_READ else to_numpy(grouped))
 
-    def _detect_one(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, step: int, split: int | None,
-                    devices: tuple | None) -> tuple[np.ndarray, np.ndarray]:
+    def _detect_one(self, gray: Any, params: ScanParameters, devices: tuple | None) -> tuple[np.ndarray, np.ndarray]:
         height, width = gray.shape
-        found, levels, grouped = self._scan(gray, sf, mins, maxs, step, split, devices,
-                                            group=(mn, width, height) if mn > 0 else None)
+        neighbours = params.min_neighbors
+        found, levels, grouped = self._scan(gray, params, devices,
+                                            group=(neighbours, width, height) if neighbours > 0 else None)
         if grouped is not None:
             return grouped
-        return self._boxes(found, levels, mn, width, height)
+        return self._boxes(found, levels, neighbours, width, height)
 
-    def _boxes(self, found: np.ndarray, levels: list, mn: int, width: int, height: int) -> tuple:
+    def _boxes(self, found: np.ndarray, levels: list, min_neighbors: int, width: int, height: int) -> tuple:
         """``(boxes, neighbours)`` of candidates ``found`` (``(level, x, y)`` rows), grouped on
         the host."""
         if found.shape[0] == 0:
             return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
         factors = np.array([f for f, _ in levels], np.float32)
         rects = level_rects(factors, found[:, 0], found[:, 1], found[:, 2], self.cascade.window)
-        return group_and_clip(rects, mn, width, height)
+        return group_and_clip(rects, min_neighbors, width, height)
 
-    def _detect_frames(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, step: int, split: int | None,
-                       devices: tuple | None) -> list:
+    def _detect_frames(self, gray: Any, params: ScanParameters, devices: tuple | None) -> list:
         """:meth:`_detect_one` of each frame of a ``(T, H, W)`` batch where the backend scans a
         frame in one program (:func:`whole_plan_scan`): one program for the whole batch (the
         frame's program mapped over the frames) and one read of every frame's grouped boxes and
         survivors. A frame whose survivors do not fit the read is scanned again alone."""
         b = backend()
         frames, height, width = gray.shape
-        levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1)
+        levels, geos = self._geometries(width, height, params, 1)
         used = [geo for geo in geos if geo.offsets.size]
         if len(used) != 1:  # no window at all (or a split geometry): frame by frame
-            return [self._detect_one(gray[t], sf, mn, mins, maxs, step, split, devices) for t in range(frames)]
+            return [self._detect_one(gray[t], params, devices) for t in range(frames)]
         geo = used[0]
-        group = (mn, width, height) if mn > 0 else None
-        survivors, grouped = self._launch_whole(b, b.asarray(gray), geo, split, group, frames=True)
+        neighbours = params.min_neighbors
+        group = (neighbours, width, height) if neighbours > 0 else None
+        survivors, grouped = self._launch_whole(b, b.asarray(gray), geo, params.split_stage, group, frames=True)
         survivors = to_numpy(survivors)
         grouped = None if grouped is None else to_numpy(grouped)
         out = []
@@ -665,10 +702,10 @@ class MCTDetector:
                     continue
             count = int(survivors[t, 0])
             if count >= survivors.shape[1]:  # more survivors than the read holds
-                out.append(self._detect_one(gray[t], sf, mn, mins, maxs, step, split, devices))
+                out.append(self._detect_one(gray[t], params, devices))
                 continue
             found = geo.windows(survivors[t, 1:1 + count])
-            out.append(self._boxes(found, levels, mn, width, height))
+            out.append(self._boxes(found, levels, neighbours, width, height))
         return out
 
     def _launch_whole(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, group: Any,
@@ -676,14 +713,9 @@ class MCTDetector:
         """Launch the one-program scan of frame ``gray``: :func:`_whole_scan`'s outputs; with
         ``frames``, of every frame of a ``(T, H, W)`` batch in one program:
         ``(survivors, grouped)`` stacked per frame (:func:`whole_scan_frames`)."""
-        c = self.cascade
-        xmap, ymap, xtab, ytab, offsets = geo.on(b)
-        position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
-        segments = self._segments(b, split)
-        n = int(offsets.shape[0])
-        capacity = WHOLE_SCAN_GROUP_CAPACITY
-        group_arrays = None if group is None else geo.group_arrays(b, capacity)
+        scan = WholeScan(packed_shape=geo.packed_shape, segments=self._segments(b, split),
+                         head=min(int(geo.offsets.shape[0]), WHOLE_SCAN_HEAD), group=group, window=self.cascade.window,
+                         group_capacity=WHOLE_SCAN_GROUP_CAPACITY)
+        group_arrays = None if group is None else geo.group_arrays(b, scan.group_capacity)
         return _compiled(b.name, "whole frames" if frames else "whole")(
-            gray, xmap, ymap, xtab, ytab, offsets, position_offsets, lut, thresholds, group_arrays,
-            shape=geo.packed_shape, segments=segments, head=min(n, WHOLE_SCAN_HEAD), group=group, window=c.window,
-            capacity=capacity)
+            gray, geo.on(b), self._cascade_on(b, geo.code_width), group_arrays, scan=scan)

@@ -155,9 +155,9 @@ def group_rectangles(rects: Any, min_neighbors: int, *, eps: float = GROUP_EPS) 
             raise TypeError(f"rects must hold integers, got dtype {r.dtype}")
     if r.size and np.abs(r.astype(np.int64)).max() >= 2**30:
         raise ValueError("rects: coordinates must be below 2**30 in magnitude")
-    mn = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
-    e = _validate.real(eps, "eps", positive=True, high=10.0)
-    return group_rectangles_impl(r, mn, e)
+    neighbours = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
+    similarity = _validate.real(eps, "eps", positive=True, high=10.0)
+    return group_rectangles_impl(r, neighbours, similarity)
 
 
 def group_and_clip(rects: np.ndarray, min_neighbors: int, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:

@@ -131,7 +131,8 @@ def whole_plan_scan(b: Any) -> bool:
     """Whether backend ``b`` scans a frame in one compiled program: a compiled static-shape
     backend (JAX) on a GPU where the segment's Pallas kernel (``_mct_pallas.py``) runs, which costs
     nothing past the plan's count (so no host read of it)."""
-    return b.static_shapes and not b.runs_on_host and pallas_triton_usable()  # TODO(54): Backend property
+    # TODO(54): Backend property (Pallas runs on b's device)
+    return b.static_shapes and not b.runs_on_host and pallas_triton_usable()
 
 
 def whole_scan_frames(grays: Any, geometry: tuple, tables: tuple, group_arrays: tuple | None, *,
@@ -266,7 +267,7 @@ def _groups_on_device(b: Any) -> bool:
     return group_kernel.has_override(b) or whole_plan_scan(b)
 
 
-def _device_scope(b: Any, device: Any) -> Any:
+def _device_scope(b: Any, device: Any) -> Any:  # TODO(54): Backend property (a device scope)
     """A context that makes ``device`` current for backend ``b``: ``cupy.cuda.Device`` when ``b``
     holds CuPy arrays, ``jax.default_device`` when it holds JAX arrays (asked of the backend with
     an empty probe array, not by its name); a host backend has device 0 only."""

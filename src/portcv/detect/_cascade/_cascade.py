@@ -440,7 +440,6 @@ class _Views:
                                                writeable=False)
 
 
-
 #: Window-trees per block of the NumPy evaluation: a block's int32/float64 temporaries (a few
 #: (trees x windows) arrays) stay within a core's L2 cache. Measured on the 2-core machine: 1.3-1.5x
 #: faster than blocks of 2**20, whose temporaries went through memory.

@@ -115,10 +115,10 @@ class ScanGeometry:
     """The host side of a detection for one frame size and set of parameters.
 
     ``levels`` (OpenCV's scale list), the packed layout (``transform.pack_pyramid``'s default
-    width and shelves, gap 1), the pyramid maps of :func:`portcv._cascade.pyramid_kernel`
-    (``xmap``, ``ymap``: int32 per packed pixel; ``xtab``, ``ytab``: ``(n, 4)`` axis entries, row
-    offsets premultiplied by the image width), and the window grid (:class:`ScanGrid`). Device
-    copies are made once per device (:meth:`on`).
+    width and shelves, gap 1), the pyramid maps of ``_scan._kernels.pyramid_kernel`` (``xmap``,
+    ``ymap``: int32 per packed pixel; ``xtab``, ``ytab``: ``(n, 4)`` axis entries, row offsets
+    premultiplied by the image width), and the window grid (:class:`ScanGrid`). Device copies
+    are made once per device (:meth:`on`).
     """
 
     def __init__(self, width: int, height: int, window: tuple[int, int], scale_factor: float,

@@ -1,7 +1,7 @@
 """The device kernels both detectors share: the packed pyramid, the compaction and the grouping.
 
 - ``cascade_pyramid``: every pyramid level resized from the frame and packed into one image, in
-  one gather through host-built maps (:func:`portcv.detect._scan._pyramid.packed_pyramid_maps`).
+  one gather through host-built maps (``_pyramid.packed_pyramid_maps``).
 - ``cascade_group``: OpenCV's ``groupRectangles`` and the clip of the candidates, on the device.
 - ``cascade_compact``: OpenCV's stage-0 skip rule (the window after a visited stage-0 reject is
   not visited) as a scan, then the visited survivors in ascending order: Pertsau and Uvarov's
@@ -102,8 +102,8 @@ PYRAMID_ROUND = 1 << 15
 def pyramid_kernel(xp: Any, gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shape: tuple[int, int]) -> Any:
     """Every pyramid level resized from ``gray`` and packed into one uint8 image ``shape``.
 
-    One gather through host-built maps (:func:`portcv.detect._scan._pyramid.packed_pyramid_maps`): packed pixel
-    ``p`` takes column entry ``xtab[xmap[p]] = (x0, x1, wx0, wx1)`` and row entry
+    One gather through host-built maps (``_pyramid.packed_pyramid_maps``): packed pixel ``p``
+    takes column entry ``xtab[xmap[p]] = (x0, x1, wx0, wx1)`` and row entry
     ``ytab[ymap[p]] = (y0 * W, y1 * W, wy0, wy1)`` of its level's ``INTER_LINEAR_EXACT`` tables
     (Q8 weights summing to 256), and is
     ``(wy0 (wx0 g[y0,x0] + wx1 g[y0,x1]) + wy1 (wx0 g[y1,x0] + wx1 g[y1,x1]) + 2**15) >> 16``

@@ -22,7 +22,6 @@ def next_capacity(count: int, limit: int) -> int:
     return max(1, min(cap, limit))
 
 
-
 def level_rects(factors: np.ndarray, level: np.ndarray, x: np.ndarray, y: np.ndarray,
                 window: tuple[int, int]) -> np.ndarray:
     """Image rects ``[x, y, w, h]`` int32 of windows at level coordinates ``(x, y)`` of levels
@@ -33,7 +32,6 @@ def level_rects(factors: np.ndarray, level: np.ndarray, x: np.ndarray, y: np.nda
     w = np.rint(np.float32(window[0]) * f)
     h = np.rint(np.float32(window[1]) * f)
     return np.stack([rx, ry, w, h], axis=1).astype(np.int32)
-
 
 
 def _axis_entries(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: float) -> np.ndarray:
@@ -62,8 +60,8 @@ def _axis_entries(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: floa
 def packed_pyramid_maps(width: int, height: int, sizes: list[tuple[int, int]]) -> tuple:
     """``(packed_shape, placements, maps)`` of a packed pyramid of ``sizes`` from a ``width x
     height`` image: ``transform.pack_pyramid``'s default width and shelves (gap 1), each level's
-    ``(x, y, w, h)``, and :func:`portcv._cascade.pyramid_kernel`'s read-only ``(xmap, ymap,
-    xtab, ytab)``. Shared by the cascade and MCT detectors."""
+    ``(x, y, w, h)``, and ``_kernels.pyramid_kernel``'s read-only ``(xmap, ymap, xtab, ytab)``.
+    Shared by the cascade and MCT detectors."""
     from ...transform._pyramid import pack_layout
     from ...transform._resize import plan as resize_plan
 

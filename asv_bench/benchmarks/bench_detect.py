@@ -128,7 +128,7 @@ class LoadCascade(Benchmark):
     param_names = ["where"]
 
     def setup(self, where):
-        from portcv.detect._detector import resolve_cascade_path
+        from portcv.detect._cascade._detector import resolve_cascade_path
 
         try:
             self.path = resolve_cascade_path(CASCADE)
@@ -136,7 +136,7 @@ class LoadCascade(Benchmark):
             raise NotImplementedError(str(exc)) from exc
 
     def time_load_cascade(self, where):
-        from portcv.detect._detector import _load_cached
+        from portcv.detect._cascade._detector import _load_cached
 
         _load_cached.cache_clear()  # a miss, as a first load is
         portcv.detect.load_cascade(self.path)
@@ -227,7 +227,7 @@ class MCT(Benchmark):
         gray = face_scene(size)
         if backend == OPENCV:
             cv2 = peer_module(OPENCV)
-            from portcv.detect._detector import resolve_cascade_path
+            from portcv.detect._cascade._detector import resolve_cascade_path
 
             import tempfile
 

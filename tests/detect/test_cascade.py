@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 import portcv
 from portcv import detect
 from portcv.detect import CascadeDetector, group_rectangles, load_cascade
-from portcv.detect._cascade import compact_kernel, evaluate_kernel, integrals_kernel
-from portcv.detect._detector import SKIMAGE_LBP_NAME, resolve_cascade_path
+from portcv.detect._cascade._cascade import evaluate_kernel, integrals_kernel
+from portcv.detect._cascade._detector import SKIMAGE_LBP_NAME, resolve_cascade_path
+from portcv.detect._scan._kernels import compact_kernel
 
 from ..helpers import assert_same_bits
 from . import oracle_cascade as oracle
@@ -145,7 +146,7 @@ def test_loader_errors(tmp_path, monkeypatch):
     bad.write_bytes(_shipped_bytes()[:1000])
     with pytest.raises(ValueError, match="broken.xml"):
         load_cascade(str(bad))
-    from portcv.detect import _xml
+    from portcv.detect._cascade import _xml
 
     monkeypatch.setattr(_xml, "MAX_XML_BYTES", 100)
     big = tmp_path / "big.xml"
@@ -300,8 +301,8 @@ def test_evaluate_kernel_backend_equals_numpy(backend):
 def test_pyramid_gather_equals_resize_and_pack(backend, shape, sf, min_size):
     """The one-gather packed pyramid equals resize(bilinear_exact) of every level + pack_pyramid,
     including a copy level (factor 1) and exact 2x reductions (sf = 2: the area average)."""
-    from portcv.detect._cascade import pyramid_kernel
-    from portcv.detect._detector import scan_geometry
+    from portcv.detect._cascade._scan import scan_geometry
+    from portcv.detect._scan._kernels import pyramid_kernel
 
     img = np.random.default_rng(sum(shape)).integers(0, 256, shape, dtype=np.uint8)
     h, w = shape
@@ -324,8 +325,9 @@ def test_numpy_overrides_on_irregular_maps_and_windows_equal_the_portable_versio
     decision F < 0; F beyond the loader's bound), rectangles of windows whose rows wrap or step
     by no whole table row (as_strided views), and a scan grid (2-D slices of the tables)."""
     astronaut = astronaut_gray
-    from portcv.detect._cascade import evaluate_kernel, pyramid_kernel
-    from portcv.detect._detector import scan_geometry
+    from portcv.detect._cascade._cascade import evaluate_kernel
+    from portcv.detect._cascade._scan import scan_geometry
+    from portcv.detect._scan._kernels import pyramid_kernel
 
     rng = np.random.default_rng(3)
     img = rng.integers(0, 256, (61, 83), dtype=np.uint8)
@@ -369,7 +371,7 @@ def test_numpy_compaction_and_candidates_equal_the_portable_versions():
     """NumPy's compaction (running maximum) and candidate read-out (flatnonzero) against the
     portable closed form, with and without row ends (the plan -> plan form only JAX's levels
     call), plans shorter and longer than the survivors, limits either side of them."""
-    from portcv.detect._cascade import candidates_kernel
+    from portcv.detect._cascade._cascade import candidates_kernel
 
     rng = np.random.default_rng(11)
     for n in (0, 1, 7, 3000):
@@ -390,7 +392,7 @@ def test_numpy_compaction_and_candidates_equal_the_portable_versions():
 
 
 def test_plan_evaluation_and_candidates_backend_equals_numpy(backend):
-    from portcv.detect._cascade import candidates_kernel, plan_evaluate_kernel
+    from portcv.detect._cascade._cascade import candidates_kernel, plan_evaluate_kernel
 
     cascade = load_cascade(DEFAULT).truncated(4)
     img = _small_image(9, (72, 80), True)
@@ -424,7 +426,7 @@ def test_plan_evaluation_and_candidates_backend_equals_numpy(backend):
 
 
 def test_next_capacity_steps_and_limits():
-    from portcv.detect._detector import MIN_CAPACITY, next_capacity
+    from portcv.detect._scan._pyramid import MIN_CAPACITY, next_capacity
 
     assert next_capacity(0, 10**6) == MIN_CAPACITY and next_capacity(5, 100) == 100  # floor, then limit
     for count in (257, 300, 511, 512, 513, 582_227, 10**6):
@@ -435,7 +437,7 @@ def test_next_capacity_steps_and_limits():
 
 
 def test_plan_levels_per_backend():
-    from portcv.detect._detector import plan_levels
+    from portcv.detect._cascade._scan import plan_levels
 
     class B:
         def __init__(self, name):
@@ -452,16 +454,16 @@ def test_static_plan_capacity_overflow_is_redone(monkeypatch, backend, astronaut
     """Plan capacities too small for the survivors (JAX's learned static capacities), with one
     level or several (``bounds``: a compaction after stages 3 and 4), are detected at the end
     and redone: the result never changes, and the capacities learned fit the next frame."""
-    from portcv.detect import _detector
+    from portcv.detect._cascade import _scan as cascade_scan
 
     det = CascadeDetector(load_cascade(DEFAULT).truncated(6))
     small = astronaut_gray[::2, ::2].copy()
     with portcv.using("numpy"):
         ref = det.detect(small, min_neighbors=0)
-    monkeypatch.setattr(_detector, "plan_capacities", lambda b, size, bounds: (256,) * (len(bounds) - 1))
-    monkeypatch.setattr(_detector, "LEARNED_CAPACITIES", {})
+    monkeypatch.setattr(cascade_scan, "plan_capacities", lambda b, size, bounds: (256,) * (len(bounds) - 1))
+    monkeypatch.setattr(cascade_scan, "LEARNED_CAPACITIES", {})
     if bounds is not None:
-        monkeypatch.setattr(_detector, "plan_levels", lambda b, split, n: bounds)
+        monkeypatch.setattr(cascade_scan, "plan_levels", lambda b, split, n: bounds)
     det2 = CascadeDetector(det.cascade)
     for _ in range(2):
         out = det2.detect(portcv.asarray(small), min_neighbors=0)
@@ -477,14 +479,14 @@ def test_static_plan_capacity_overflow_is_redone(monkeypatch, backend, astronaut
 def test_group_capacity_overflow_groups_on_the_host(monkeypatch, backend, astronaut_gray):
     """More candidates than the device grouping holds: that frame is grouped on the host (the
     same boxes), and JAX learns a capacity that fits the next frame."""
-    from portcv.detect import _detector
+    from portcv.detect._cascade import _scan as cascade_scan
 
     det = CascadeDetector.from_opencv(DEFAULT)
     with portcv.using("numpy"):
         ref = det.detect(astronaut_gray, min_neighbors=3)
-    real = _detector.group_capacity
-    monkeypatch.setattr(_detector, "group_capacity", lambda b, learned: None if b.name == "numpy" else learned or 8)
-    monkeypatch.setattr(_detector, "LEARNED_CAPACITIES", {})
+    real = cascade_scan.group_capacity
+    monkeypatch.setattr(cascade_scan, "group_capacity", lambda b, learned: None if b.name == "numpy" else learned or 8)
+    monkeypatch.setattr(cascade_scan, "LEARNED_CAPACITIES", {})
     det2 = CascadeDetector(det.cascade)
     for _ in range(2):
         out = det2.detect(portcv.asarray(astronaut_gray), min_neighbors=3)
@@ -500,8 +502,8 @@ def test_group_capacity_overflow_groups_on_the_host(monkeypatch, backend, astron
     class JaxElsewhere(JaxBackend):
         name = "jax-elsewhere"
 
-    assert real(CupyBackend(), None) == _detector.CANDIDATE_LIMIT
-    assert real(JaxElsewhere(), 77) == 77 and real(JaxElsewhere(), None) == _detector.MIN_CAPACITY
+    assert real(CupyBackend(), None) == cascade_scan.CANDIDATE_LIMIT
+    assert real(JaxElsewhere(), 77) == 77 and real(JaxElsewhere(), None) == cascade_scan.MIN_CAPACITY
     assert real(NumpyBackend(), 77) is None
 
 
@@ -509,8 +511,8 @@ def _host_grouping(x, y, level, factors, idx, window, min_neighbors, width, heig
     """The host path after the candidates (CascadeDetector on NumPy): rects, groupRectangles, clip."""
     from types import SimpleNamespace
 
-    from portcv.detect._detector import GROUP_EPS, candidates_to_rects, clip_rects
-    from portcv.detect._group import group_rectangles_impl
+    from portcv.detect._cascade._scan import candidates_to_rects
+    from portcv.detect._scan._group import GROUP_EPS, clip_rects, group_rectangles_impl
 
     grid = SimpleNamespace(x=x.astype(np.int64), y=y.astype(np.int64), level=level, factors=factors)
     rects = candidates_to_rects(grid, idx, window)
@@ -541,7 +543,7 @@ def _candidate_clusters(seed: int, capacity: int):
 def test_group_kernel_equals_host_grouping(seed):
     """The portable device grouping (reachability products, float32 averages, containment,
     clip) returns what the host's groupRectangles + clip return, in the same order."""
-    from portcv.detect._cascade import group_kernel, reciprocals
+    from portcv.detect._scan._kernels import group_kernel, reciprocals
 
     capacity, window = 384, (24, 20 + seed % 3 * 4)
     cand, x, y, level, factors = _candidate_clusters(seed, capacity)
@@ -560,7 +562,7 @@ def test_group_kernel_equals_host_grouping(seed):
 def test_group_kernel_backend_equals_numpy(backend, seed):
     """Every backend's grouping (CuPy: one CUDA block with hooking and pointer jumping) returns
     the portable version's bits, also when the candidates overflow the capacity."""
-    from portcv.detect._cascade import group_kernel, reciprocals
+    from portcv.detect._scan._kernels import group_kernel, reciprocals
 
     from ..helpers import matches_numpy
 
@@ -596,7 +598,7 @@ def test_component_labels_every_backend_equal_numpy_and_naive(backend, n, densit
     """The grouping's component labels (NumPy: reachability squarings; JAX: label propagation in
     a while loop) on random symmetric relations, and on long chains in a shuffled order (the
     widest components, the most propagation steps): each node's smallest component member."""
-    from portcv.detect._cascade import component_labels_kernel
+    from portcv.detect._scan._kernels import component_labels_kernel
 
     from ..helpers import matches_numpy
 
@@ -698,7 +700,7 @@ def test_group_rectangles_equals_cv2():
 @given(st.integers(0, 2**32 - 1), st.integers(0, 200), st.sampled_from([0.2, 0.5, 1.0]))
 def test_similar_pairs_equal_all_pairs_checked(seed, n, eps):
     # The x-sorted pruning in _similar_pairs against SimilarRects applied to every pair.
-    from portcv.detect._group import _similar_pairs
+    from portcv.detect._scan._group import _similar_pairs
 
     rng = np.random.default_rng(seed)
     side = rng.integers(1, 80, n)
@@ -789,7 +791,7 @@ def test_min_size_keeps_opencvs_scanned_rows(lfw_mosaic, lbp_fixed_path, name, m
 
 
 def test_scanned_rows_follow_opencvs_stripes():
-    from portcv.detect._detector import scanned_rows
+    from portcv.detect._cascade._scan import scanned_rows
 
     # 24-px window on a 47-px level, step 2: 24 positions, 12 rows; 4 stripes of 3 rows: all 12
     assert scanned_rows(47, 24, 2, 4) == 12
@@ -841,7 +843,7 @@ def test_jax_cpu_detection_memory_is_bounded():
 def test_first_plan_capacities_follow_the_survival_guess():
     """JAX's first plans shrink level by level (a plan the size of the first at every level made
     its first 1080p frame 30 times slower than the next); CuPy and NumPy hold every window."""
-    from portcv.detect._detector import SURVIVAL, plan_capacities
+    from portcv.detect._cascade._scan import SURVIVAL, plan_capacities
 
     class B:
         def __init__(self, static):
@@ -863,12 +865,13 @@ def test_jax_blocks_bound_a_frames_memory(monkeypatch, astronaut_gray):
     processed in parts, never all at once. With a 1 MB budget every level is split, and the boxes
     equal NumPy's."""
     pytest.importorskip("jax")
-    from portcv.detect import _cascade, _detector
+    from portcv.detect._cascade import _scan as cascade_scan
+    from portcv.detect._scan import _kernels as scan_kernels
 
     det = CascadeDetector(load_cascade(DEFAULT))
     ref = det.detect(astronaut_gray, min_neighbors=3)
-    monkeypatch.setattr(_cascade, "_device_budget", lambda: 1 << 20)
-    monkeypatch.setattr(_detector, "LEARNED_CAPACITIES", {})
+    monkeypatch.setattr(scan_kernels, "device_budget", lambda: 1 << 20)
+    monkeypatch.setattr(cascade_scan, "LEARNED_CAPACITIES", {})
     with portcv.using("jax"):
         out = CascadeDetector(det.cascade).detect(portcv.asarray(astronaut_gray), min_neighbors=3)
     assert len(ref[0]) >= 1 and all(np.array_equal(a, b) for a, b in zip(ref, out))
@@ -877,14 +880,14 @@ def test_jax_blocks_bound_a_frames_memory(monkeypatch, astronaut_gray):
 def test_block_size_follows_the_device(monkeypatch):
     """Fixed blocks where arrays live on the host; on a device, its memory share per entry."""
     import portcv.backends
-    from portcv.detect import _cascade
+    from portcv.detect._scan import _kernels as scan_kernels
 
     class On:
         def __init__(self, host):
             self.runs_on_host = host
 
-    monkeypatch.setattr(_cascade, "_device_budget", lambda: 10**9)
+    monkeypatch.setattr(scan_kernels, "device_budget", lambda: 10**9)
     monkeypatch.setattr(portcv.backends, "backend", lambda: On(True))
-    assert _cascade._block_size(2048, 1000) == 2048
+    assert scan_kernels.block_size(2048, 1000) == 2048
     monkeypatch.setattr(portcv.backends, "backend", lambda: On(False))
-    assert _cascade._block_size(2048, 1000) == 10**6 and _cascade._block_size(2048, 10**7) == 2048
+    assert scan_kernels.block_size(2048, 1000) == 10**6 and scan_kernels.block_size(2048, 10**7) == 2048

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import portcv
-from portcv.detect._cascade import compact_kernel, evaluate_kernel, integrals_kernel
+from portcv.detect._cascade._cascade import evaluate_kernel, integrals_kernel
+from portcv.detect._scan._kernels import compact_kernel
 
 from ..helpers import assert_same_bits
 
@@ -33,7 +34,7 @@ def require_cupy(backend: str) -> None:
 
 
 def cascade(name: str):
-    from portcv.detect._detector import load
+    from portcv.detect._cascade._detector import load
 
     return load(name)
 
@@ -114,7 +115,7 @@ def test_count_limits_a_plan(backend):
     require_cupy(backend)
     import cupy
 
-    from portcv.detect._cascade_cuda import _ARRAY_NAMES, launch_stages
+    from portcv.detect._cascade._cascade_cuda import _ARRAY_NAMES, launch_stages
 
     c = cascade("haarcascade_frontalface_alt_tree.xml")
     img = gray_images()["camera"]
@@ -139,8 +140,8 @@ def test_plan_statuses_equal_numpy_with_lanes(backend, monkeypatch, name, deep, 
     with DEEP_LANES threads each (a resident grid looping over them); the statuses are those of
     the portable version (stages summed in any order: int64 fixed point), count-limited slots 0."""
     require_cupy(backend)
-    from portcv.detect import _cascade_cuda
-    from portcv.detect._cascade import plan_evaluate_kernel
+    from portcv.detect._cascade import _cascade_cuda
+    from portcv.detect._cascade._cascade import plan_evaluate_kernel
 
     monkeypatch.setattr(_cascade_cuda, "DEEP_STAGE", deep)
     monkeypatch.setattr(_cascade_cuda, "DEEP_LANES", lanes)
@@ -166,7 +167,7 @@ def test_lanes_launch_equals_one_thread_per_window(backend, lanes):
     require_cupy(backend)
     import cupy
 
-    from portcv.detect._cascade_cuda import _ARRAY_NAMES, launch_stages
+    from portcv.detect._cascade._cascade_cuda import _ARRAY_NAMES, launch_stages
 
     c = cascade("haarcascade_frontalface_default.xml")
     img = gray_images()["camera"]
@@ -198,7 +199,7 @@ def random_scan(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("seed", range(12))
 def test_compact_equals_numpy(backend, seed):
     require_cupy(backend)
-    from portcv.detect._cascade_cuda import COMPACT_TILE
+    from portcv.detect._cascade._cascade_cuda import COMPACT_TILE
 
     rng = np.random.default_rng(seed)
     n = int(rng.choice([0, 1, 31, COMPACT_TILE - 1, COMPACT_TILE, COMPACT_TILE + 1, 40 * COMPACT_TILE + 17,
@@ -218,7 +219,7 @@ def test_compact_without_skip_rule(backend):
     require_cupy(backend)
     import cupy
 
-    from portcv.detect._cascade_cuda import compact
+    from portcv.detect._cascade._cascade_cuda import compact
 
     status, _ = random_scan(123_457, 5)
     for capacity in (0, 10, 200_000):
@@ -265,7 +266,7 @@ def test_breadth_first_equals_depth_first_on_device(backend, name, split):
 
 
 def cascade_path(name: str) -> str:
-    from portcv.detect._detector import resolve_cascade_path
+    from portcv.detect._cascade._detector import resolve_cascade_path
 
     return resolve_cascade_path(name)
 
@@ -309,16 +310,17 @@ def test_scan_reads_back_once(backend, monkeypatch):
     """A detection reads one small array back from the device (no count read between stages):
     the candidates without grouping, the grouped boxes' head with it."""
     require_cupy(backend)
-    from portcv.detect import CascadeDetector, _detector
+    from portcv.detect import CascadeDetector
+    from portcv.detect._cascade import _scan as cascade_scan
 
     calls = []
-    real = _detector.to_numpy
-    monkeypatch.setattr(_detector, "to_numpy", lambda a: calls.append(a.size) or real(a))
+    real = cascade_scan.to_numpy
+    monkeypatch.setattr(cascade_scan, "to_numpy", lambda a: calls.append(a.size) or real(a))
     det = CascadeDetector.from_opencv(cascade_path("haarcascade_frontalface_default.xml"))
     gray = cv2.cvtColor(skdata.astronaut(), cv2.COLOR_RGB2GRAY)
     with portcv.using(backend):
         det.detect(portcv.asarray(gray), min_neighbors=0)
-        assert calls == [_detector.CANDIDATE_LIMIT + 2]
+        assert calls == [cascade_scan.CANDIDATE_LIMIT + 2]
         calls.clear()
         det.detect(portcv.asarray(gray), min_neighbors=3)
-        assert calls == [2 + 5 * _detector.GROUP_READ]
+        assert calls == [2 + 5 * cascade_scan.GROUP_READ]

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 import portcv
 from portcv.detect import MCTCascade, MCTDetector, load_mct_cascade, mct, save_mct_cascade
-from portcv.detect._mct_detector import segment_alive_kernel, split_levels, stage_sums_kernel
+from portcv.detect._mct._detector import split_levels
+from portcv.detect._mct._mct import segment_alive_kernel, stage_sums_kernel
 from portcv.transform._pyramid import pyramid_plan
 
 from ..helpers import assert_same_bits, byte_flipped_files, images, matches_numpy
@@ -274,19 +275,19 @@ def test_jax_on_the_cpu_scans_with_numpy_and_its_own_scan_gives_the_same_candida
     there; with ``runs_on_host`` off, the CPU runs the XLA scan a GPU runs: same candidates."""
     _jax_or_skip()
     from portcv.backends.jax import JaxBackend
-    from portcv.detect import _mct_detector
+    from portcv.detect._mct import _detector as mct_detector
 
     gray = np.random.default_rng(4).integers(0, 256, (41, 50), dtype=np.uint8)
     det = MCTDetector(random_cascade(0, spread=60, bias=30))
     expected = det.candidates(gray, scale_factor=1.2)
     compiled_for = []
-    real = _mct_detector._compiled
+    real = mct_detector._compiled
 
     def spy(name, what):
         compiled_for.append(name)
         return real(name, what)
 
-    monkeypatch.setattr(_mct_detector, "_compiled", spy)
+    monkeypatch.setattr(mct_detector, "_compiled", spy)
     got = {}
     for on_host in (True, False):
         monkeypatch.setattr(JaxBackend, "runs_on_host", property(lambda self, v=on_host: v))
@@ -309,7 +310,7 @@ def test_device_grouping_equals_the_hosts(monkeypatch, name: str) -> None:
     from skimage import data as skdata
 
     from portcv.backends.numpy import NumpyBackend
-    from portcv.detect import _mct_detector
+    from portcv.detect._mct import _detector as mct_detector
 
     if name == "cupy":
         try:
@@ -334,11 +335,11 @@ def test_device_grouping_equals_the_hosts(monkeypatch, name: str) -> None:
     det = MCTDetector.default()
     expected = {mn: det.detect(gray, min_neighbors=mn) for mn in (1, 3, 20)}
     assert len(expected[3][0]) == 1 and len(expected[20][0]) == 0
-    monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
+    monkeypatch.setattr(mct_detector, "_groups_on_device", lambda b: True)
     if deferred:
         monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
     with portcv.using(name) as b:  # JAX on a GPU: one program a frame, the count on the device
-        deferred = deferred or _mct_detector.whole_plan_scan(b)
+        deferred = deferred or mct_detector.whole_plan_scan(b)
     grouped = []
     real = MCTDetector._read_group
 
@@ -349,8 +350,8 @@ def test_device_grouping_equals_the_hosts(monkeypatch, name: str) -> None:
 
     monkeypatch.setattr(MCTDetector, "_read_group", staticmethod(spy))
     for capacity, on_device in ((64, True), (8, False)):
-        monkeypatch.setattr(_mct_detector, "GROUP_CAPACITY", capacity)
-        monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_GROUP_CAPACITY", capacity)
+        monkeypatch.setattr(mct_detector, "GROUP_CAPACITY", capacity)
+        monkeypatch.setattr(mct_detector, "WHOLE_SCAN_GROUP_CAPACITY", capacity)
         for mn, (boxes, neighbours) in expected.items():
             grouped.clear()
             with portcv.using(name):
@@ -425,7 +426,7 @@ def _record_on_numpy(monkeypatch, recorder=_HostRecording) -> list:
     """NumPy with CuPy's scan settings (grouping on the device, no count reads) and a backend
     that records launches through ``recorder(fn, inputs)``; returns the list of recordings made."""
     from portcv.backends.numpy import NumpyBackend
-    from portcv.detect import _mct_detector
+    from portcv.detect._mct import _detector as mct_detector
 
     made: list = []
 
@@ -433,7 +434,7 @@ def _record_on_numpy(monkeypatch, recorder=_HostRecording) -> list:
         made.append(recorder(fn, inputs))
         return made[-1]
 
-    monkeypatch.setattr(_mct_detector, "_groups_on_device", lambda b: True)
+    monkeypatch.setattr(mct_detector, "_groups_on_device", lambda b: True)
     monkeypatch.setattr(NumpyBackend, "runs_on_host", False)
     monkeypatch.setattr(NumpyBackend, "records_launches", True)
     monkeypatch.setattr(NumpyBackend, "record", record)
@@ -447,14 +448,14 @@ def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
     rest replay; boxes equal the usual scan's for frames with and without faces, for each
     min_neighbors, and above the grouping's capacity (the recorded kernel declines, the host
     groups the survivors)."""
-    from portcv.detect import _mct_detector
+    from portcv.detect._mct import _detector as mct_detector
 
     frames = _recording_frames()
     det = MCTDetector(MCTDetector.default().cascade)  # a detector of its own: no recordings yet
     expected = {mn: [det.detect(f, min_neighbors=mn) for f in frames] for mn in (1, 3)}
     made = _record_on_numpy(monkeypatch)
     for capacity in (64, 8):  # 8: the astronaut's 24 candidates are more than the kernel groups
-        monkeypatch.setattr(_mct_detector, "GROUP_CAPACITY", capacity)
+        monkeypatch.setattr(mct_detector, "GROUP_CAPACITY", capacity)
         for mn, boxes in expected.items():
             for frame, (eb, en) in zip(frames, boxes):
                 gb, gn = det.detect(frame, min_neighbors=mn)
@@ -468,12 +469,12 @@ def test_a_recorded_scan_gives_the_same_boxes(monkeypatch) -> None:
 def test_a_geometry_keeps_its_last_recordings_only(monkeypatch) -> None:
     """Each min_neighbors is a recording of its own; a geometry keeps RECORDINGS_KEPT of them
     (here 1), the oldest dropped and recorded again when asked for again: the same boxes."""
-    from portcv.detect import _mct_detector
+    from portcv.detect._mct import _detector as mct_detector
 
     frames = _recording_frames()[:2]
     det = MCTDetector(MCTDetector.default().cascade)
     expected = {mn: [det.detect(f, min_neighbors=mn) for f in frames] for mn in (1, 3)}
-    monkeypatch.setattr(_mct_detector, "RECORDINGS_KEPT", 1)
+    monkeypatch.setattr(mct_detector, "RECORDINGS_KEPT", 1)
     made = _record_on_numpy(monkeypatch)
     det = MCTDetector(det.cascade)
     for rnd in range(3):
@@ -641,7 +642,7 @@ def test_pallas_segment_equals_the_portable_code_in_interpret_mode(count: int, u
     positions are and are not a multiple of the loop's unrolling."""
     pytest.importorskip("jax")
     pytest.importorskip("jax.experimental.pallas.triton")
-    from portcv.detect import _mct_pallas
+    from portcv.detect._mct import _mct_pallas
 
     codes, offsets, plan, pos_off, lut = _segment_case(11)
     for thresholds, stages in [
@@ -668,19 +669,21 @@ def test_jax_whole_plan_scan_in_interpret_mode_gives_numpys_candidates(monkeypat
     import functools
 
     from portcv.backends.jax import JaxBackend
-    from portcv.detect import _mct_detector, _mct_pallas
+    from portcv.detect._mct import _detector as mct_detector
+    from portcv.detect._mct import _mct_pallas
 
     img = np.random.default_rng(5).integers(0, 256, (45, 52), dtype=np.uint8)
     det = MCTDetector(random_cascade(2, sizes=(3, 4, 5), spread=50, bias=20))
     expected = det.candidates(img, scale_factor=1.2)
     monkeypatch.setattr(JaxBackend, "runs_on_host", property(lambda self: False))
     monkeypatch.setattr(_mct_pallas, "pallas_triton_usable", lambda: True)
+    monkeypatch.setattr(mct_detector, "pallas_triton_usable", lambda: True)
     monkeypatch.setattr(_mct_pallas, "pallas_segment", functools.partial(_mct_pallas.pallas_segment, interpret=True))
     assert 10 < len(expected)
     for head in (4096, len(expected), len(expected) - 1, 3):
-        monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_HEAD", head)
+        monkeypatch.setattr(mct_detector, "WHOLE_SCAN_HEAD", head)
         with portcv.using("jax") as b:
-            assert _mct_pallas.whole_plan_scan(b)
+            assert mct_detector.whole_plan_scan(b)
             for split in (None, 1, 3):
                 got = det.candidates(b.xp.asarray(img), scale_factor=1.2, split_stage=split)
                 assert_same_bits(expected, got)
@@ -689,20 +692,20 @@ def test_jax_whole_plan_scan_in_interpret_mode_gives_numpys_candidates(monkeypat
     for mn in (0, 2):
         want = [det.detect(f, scale_factor=1.2, min_neighbors=mn) for f in frames]
         for head, capacity in ((4096, 4096), (3, 4096), (4096, 3)):  # survivors or boxes past the read
-            monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_HEAD", head)
-            monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_GROUP_CAPACITY", capacity)
+            monkeypatch.setattr(mct_detector, "WHOLE_SCAN_HEAD", head)
+            monkeypatch.setattr(mct_detector, "WHOLE_SCAN_GROUP_CAPACITY", capacity)
             with portcv.using("jax") as b:
                 got = det.detect(b.xp.asarray(frames), scale_factor=1.2, min_neighbors=mn)
             assert len(got) == len(want)
             for (wb, wn), (gb, gn) in zip(want, got):
                 assert_same_bits(wb, gb)
                 assert_same_bits(wn, gn)
-    monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_HEAD", 3)
+    monkeypatch.setattr(mct_detector, "WHOLE_SCAN_HEAD", 3)
     # The grouping in the same program; above its capacity it declines and the host groups.
     boxes = {mn: det.detect(img, scale_factor=1.2, min_neighbors=mn) for mn in (1, 2)}
     assert len(boxes[1][0]) > 0
     for capacity in (4096, len(expected), len(expected) - 1):
-        monkeypatch.setattr(_mct_detector, "WHOLE_SCAN_GROUP_CAPACITY", capacity)
+        monkeypatch.setattr(mct_detector, "WHOLE_SCAN_GROUP_CAPACITY", capacity)
         for mn, (want_boxes, want_neighbours) in boxes.items():
             with portcv.using("jax") as b:
                 got_boxes, got_neighbours = det.detect(b.xp.asarray(img), scale_factor=1.2, min_neighbors=mn)
@@ -804,7 +807,7 @@ def test_tiny_cascade_finds_the_faces_it_was_trained_on(tiny_training) -> None:
 
 def test_training_is_deterministic_and_quantized_before_tuning(tiny_training, tmp_path) -> None:
     from portcv.detect import train_mct_cascade
-    from portcv.detect._mct_train import _integer_sums, _window_codes
+    from portcv.detect._mct._train import _integer_sums, _window_codes
 
     cascade, faces, negatives, kw = tiny_training
     again = train_mct_cascade(faces, negatives, **kw)

@@ -20,15 +20,19 @@ into a dense plan by a prefix sum, and the remaining stages run on the plan.
 
 from __future__ import annotations
 
-from ._cascade_detector import CascadeDetector, load_cascade
-from ._detector import GROUP_EPS
-from ._group import group_rectangles
+from ._cascade._detector import CascadeDetector, load_cascade
+from ._cascade._xml import Cascade
+from ._mct._cascade_file import MCTCascade, load_mct_cascade, save_mct_cascade
+from ._mct._detector import MCTDetector
+from ._mct._mct import mct
+from ._mct._train import train_mct_cascade
+from ._scan._group import GROUP_EPS, group_rectangles
 from ._video import VideoDetections, detect_video
-from ._mct import mct
-from ._mct_cascade import MCTCascade, load_mct_cascade, save_mct_cascade
-from ._mct_detector import MCTDetector
-from ._mct_train import train_mct_cascade
-from ._xml import Cascade
+
+# The backend twins: importing one registers its overrides of the portable kernels (cheap: CuPy
+# and JAX are imported when a kernel first runs on them).
+from ._cascade import _cascade_cuda  # noqa: F401  (CuPy: the cascade's and the shared scan kernels)
+from ._mct import _mct_cuda, _mct_pallas  # noqa: F401  (CuPy; JAX on a GPU: Pallas)
 
 __all__ = ["Cascade", "CascadeDetector", "load_cascade", "group_rectangles", "GROUP_EPS", "detect_video",
            "VideoDetections", "mct", "MCTCascade", "load_mct_cascade", "save_mct_cascade", "MCTDetector",

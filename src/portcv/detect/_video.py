@@ -19,6 +19,8 @@ import numpy as np
 from .. import _validate
 from ..backends import backend as active_backend
 from ..backends import owner_of
+from ._cascade._detector import CascadeDetector
+from ._mct._detector import MCTDetector
 
 #: ``CascadeDetector.detect``'s keyword arguments that :func:`detect_video` passes on.
 DETECT_KEYWORDS = ("scale_factor", "min_neighbors", "min_size", "max_size", "split_stage", "raw", "channel_axis")
@@ -225,8 +227,6 @@ def detect_video(detector: Any, frames: Any, *, streams: bool = True, **detect_k
     >>> run.statistics()["pairs"]                                                               # doctest: +SKIP
     3
     """
-    from . import CascadeDetector, MCTDetector
-
     if not isinstance(detector, (CascadeDetector, MCTDetector)):
         raise TypeError(f"detector must be a portcv.detect.CascadeDetector or MCTDetector, got {type(detector).__name__}")
     keywords = MCT_DETECT_KEYWORDS if isinstance(detector, MCTDetector) else DETECT_KEYWORDS

@@ -224,7 +224,7 @@ def load_mct_cascade(path: Any) -> MCTCascade:
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     path = os.fspath(path)
     if not os.path.isfile(path) and os.path.basename(path) == path:
-        bundled = os.path.join(os.path.dirname(__file__), "data", path)
+        bundled = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", path)  # detect/data
         if os.path.isfile(bundled):
             path = bundled
     if not os.path.isfile(path):

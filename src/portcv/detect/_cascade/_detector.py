@@ -1,21 +1,72 @@
-"""The cascade detector: a cascade, its compiled scans per frame geometry, and detection per frame."""
+"""The cascade detector: a cascade (found by name and loaded once), its compiled scans per frame
+geometry, and detection per frame."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import os
 from typing import Any
 
 import numpy as np
 
-from .. import _validate
-from ._detector import (
-    candidates_to_rects,
-    check_params,
-    load,
-    run_scan,
-    to_gray,
-)
-from ._group import group_and_clip
-from ._xml import Cascade, parse_cascade
+from ... import _validate
+from .._scan._group import group_and_clip
+from .._scan._parameters import ScanParameters, to_gray
+from ._scan import candidates_to_rects, check_params, run_scan
+from ._xml import Cascade, parse_cascade, read_cascade
+
+#: scikit-image's copy of OpenCV's LBP frontal-face cascade (with its tag typo).
+SKIMAGE_LBP_NAME = "lbpcascade_frontalface_opencv.xml"
+
+
+def resolve_cascade_path(path_or_name: Any) -> str:
+    """A file path, or a cascade name found in ``cv2.data.haarcascades`` / scikit-image's data."""
+    if not isinstance(path_or_name, (str, os.PathLike)):
+        raise TypeError(f"path_or_name must be a path or a cascade name, got {type(path_or_name).__name__}")
+    path = os.fspath(path_or_name)
+    if os.path.isfile(path):
+        return path
+    name = os.path.basename(path)
+    if name == path:  # a bare name: look in the known cascade folders
+        for folder in _cascade_folders():
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate):
+                return candidate
+    raise FileNotFoundError(
+        f"cascade {path!r} not found: give a file path, or a name from cv2.data.haarcascades (OpenCV installed) "
+        f"or {SKIMAGE_LBP_NAME!r} (scikit-image installed)"
+    )
+
+
+def _cascade_folders() -> list[str]:
+    folders = []
+    try:
+        import cv2
+
+        folders.append(cv2.data.haarcascades)
+    except (ImportError, AttributeError):
+        pass
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("skimage")
+        if spec is not None and spec.submodule_search_locations:
+            folders.append(os.path.join(list(spec.submodule_search_locations)[0], "data"))
+    except (ImportError, ValueError):
+        pass
+    return folders
+
+
+@functools.lru_cache(maxsize=32)
+def _load_cached(path: str, mtime: float, size: int) -> Cascade:
+    return read_cascade(path)
+
+
+def load(path_or_name: Any) -> Cascade:
+    path = resolve_cascade_path(path_or_name)
+    st = os.stat(path)
+    return _load_cached(os.path.abspath(path), st.st_mtime, st.st_size)
 
 
 class CascadeDetector:
@@ -124,29 +175,26 @@ class CascadeDetector:
         >>> len(boxes)                                                                              # doctest: +SKIP
         0
         """
-        c = self.cascade
-        sf, mn, mins, maxs, split = check_params(scale_factor, min_neighbors, min_size, max_size, split_stage,
-                                                 c.n_stages)
-        raw = _validate.boolean(raw, "raw")
+        params = check_params(scale_factor, min_neighbors, min_size, max_size, split_stage, self.cascade.n_stages)
+        if _validate.boolean(raw, "raw"):
+            params = dataclasses.replace(params, min_neighbors=0)  # the candidates, ungrouped
         img = _validate.image(image)
         gray, batched = to_gray(img, channel_axis)
         if batched:
-            return [self._detect_one(gray[t], sf, mn, mins, maxs, split, raw) for t in range(gray.shape[0])]
-        return self._detect_one(gray, sf, mn, mins, maxs, split, raw)
+            return [self._detect_one(gray[t], params) for t in range(gray.shape[0])]
+        return self._detect_one(gray, params)
 
-    def _detect_one(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, split: int,
-                    raw: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _detect_one(self, gray: Any, params: ScanParameters) -> tuple[np.ndarray, np.ndarray]:
         height, width = gray.shape
-        # The cached geometry, the launches and the single read-back: _detector.run_scan.
-        scanned = run_scan(self.cascade, gray, sf, mins, maxs, split, device_cache=self._device, state=self._grids,
-                           min_neighbors=0 if raw else mn)
+        # The cached geometry, the launches and the single read-back: _scan.run_scan.
+        scanned = run_scan(self.cascade, gray, params, device_cache=self._device, state=self._grids)
         if scanned is None:
             return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
         grid, idx, grouped = scanned
         if grouped is not None:  # grouped and clipped on the device (CuPy)
             return grouped
         rects = candidates_to_rects(grid, idx, self.cascade.window)
-        return group_and_clip(rects, 0 if raw else mn, width, height)
+        return group_and_clip(rects, params.min_neighbors, width, height)
 
 
 def load_cascade(path_or_name: Any) -> Cascade:

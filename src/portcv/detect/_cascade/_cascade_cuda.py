@@ -1,6 +1,8 @@
-"""CuPy overrides of the cascade kernels (``cascade_evaluate``, ``cascade_compact``), running
-``_cascade_cuda.cu``. ``_cascade.py`` holds the portable versions (the reference) and imports
-this module at its end, which registers the overrides.
+"""CuPy overrides of the cascade's kernels (``cascade_evaluate``, ``cascade_evaluate_plan``,
+``cascade_integrals``, ``cascade_candidates``) and of the scan kernels both detectors share
+(``cascade_pyramid``, ``cascade_compact``, ``cascade_group``), running ``_cascade_cuda.cu``.
+``_cascade.py`` and ``_scan/_kernels.py`` hold the portable versions (the reference); importing
+this module (``portcv.detect`` does) registers the overrides.
 
 Window evaluation: one thread per window, ``STAGES_BLOCK`` threads per block, a 1-D grid of
 ``ceil(K / STAGES_BLOCK)`` blocks; every scale of the packed pyramid is covered by one launch
@@ -19,7 +21,7 @@ counts into offsets (and writing ``count = min(total, capacity)``), per-tile blo
 scatter; slots ``count..capacity-1`` hold zeros. OpenCV's stage-0 skip rule is evaluated in the
 same kernels (see ``_cascade_cuda.cu``).
 
-The rest of a detection (``portcv.detect._detector.run_scan``) is also a few launches with no
+The rest of a detection (``portcv.detect._cascade._scan.run_scan``) is also a few launches with no
 host synchronization: ``cascade_pyramid`` packs every pyramid level in one gather through
 cached maps, ``cascade_integrals`` runs the tiled integral-image kernels of ``transform/_integral.cu``
 (int64, then wrapped to uint32), ``cascade_evaluate_plan`` runs the later stages on the plan
@@ -34,15 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ._cascade import (
-    candidates_kernel,
-    compact_kernel,
-    evaluate_kernel,
-    group_kernel,
-    integrals_kernel,
-    plan_evaluate_kernel,
-    pyramid_kernel,
-)
+from .._scan._kernels import compact_kernel, group_kernel, pyramid_kernel
+from ._cascade import candidates_kernel, evaluate_kernel, integrals_kernel, plan_evaluate_kernel
 
 #: Threads per block of the window-evaluation kernels.
 STAGES_BLOCK = 128
@@ -128,7 +123,7 @@ def launch_stages(sums: Any, sqsums: Any, tilt: Any, windows: Any, arrays: dict[
     """
     import cupy
 
-    from ..backends.cupy import cuda_function, device_constant
+    from ...backends.cupy import cuda_function, device_constant
 
     haar = feature_type == "haar"
     if sums.ndim != 2 or sums.dtype != cupy.uint32 or sums.size > MAX_WINDOWS or windows.ndim != 1:
@@ -195,7 +190,7 @@ def _evaluate_cupy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: Any
 
 def resident_blocks(block: int) -> int:
     """Blocks of ``block`` threads that fill the current device once (2,048 threads per SM)."""
-    from ..backends.cupy import sm_count
+    from ...backends.cupy import sm_count
 
     return sm_count() * max(1, 2048 // block)
 
@@ -233,7 +228,7 @@ def _pyramid_cupy(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, *, shap
     """One launch: ``portcv_cascade_pyramid`` (a thread per packed pixel, grid-stride)."""
     import cupy
 
-    from ..backends.cupy import cuda_function, launch_1d
+    from ...backends.cupy import cuda_function, launch_1d
 
     n = int(shape[0]) * int(shape[1])
     if (gray.dtype != cupy.uint8 or gray.ndim != 2 or xmap.shape != (n,) or ymap.shape != (n,)
@@ -256,7 +251,7 @@ def _integrals_cupy(packed: Any, *, tilted: bool) -> Any:
     cascades are rare)."""
     import cupy
 
-    from ..transform._integral import launch_integral
+    from ...transform._integral import launch_integral
 
     if tilted or packed.ndim != 2 or packed.dtype != cupy.uint8:
         return NotImplemented
@@ -270,7 +265,7 @@ def _candidates_cupy(plan: Any, count: Any, status: Any, *, limit: int) -> Any:
     ``[count, n, plan[keep[0]], ...]``."""
     import cupy
 
-    from ..backends.cupy import cuda_function, launch_1d
+    from ...backends.cupy import cuda_function, launch_1d
 
     if plan.dtype != cupy.int32 or status.dtype != cupy.int32 or plan.shape != status.shape:
         return NotImplemented
@@ -294,7 +289,7 @@ def compact(status: Any, row_end: Any = None, *, capacity: int) -> tuple[Any, An
     """
     import cupy
 
-    from ..backends.cupy import cuda_function
+    from ...backends.cupy import cuda_function
 
     status = cupy.ascontiguousarray(cupy.asarray(status).reshape(-1))
     n = status.shape[0]
@@ -345,7 +340,7 @@ def _group_cupy(cand: Any, win_x: Any, win_y: Any, win_level: Any, factors: Any,
     ``__fdiv_rn`` (correctly rounded, as ``recip``)."""
     import cupy
 
-    from ..backends.cupy import cuda_function
+    from ...backends.cupy import cuda_function
 
     cand, win_x, win_y, win_level = (cupy.asarray(a) for a in (cand, win_x, win_y, win_level))
     factors = cupy.asarray(factors)

@@ -1,91 +1,28 @@
-"""The cascade detector's driver: pyramid, packed integrals, breadth-first stages, grouping."""
+"""The cascade detector's scan: OpenCV's window grid, the packed pyramid and its integrals, the
+breadth-first stages and the compactions, the grouping, the read-back."""
 
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 import numpy as np
 
-from .. import _validate, backends
-from ..backends import backend, to_numpy
-from . import _cascade_cuda  # noqa: F401  (registers the CuPy overrides of the kernels above)
-from ._cascade import (
-    candidates_kernel,
-    compact_kernel,
-    evaluate_kernel,
-    group_kernel,
-    integrals_kernel,
-    plan_evaluate_kernel,
-    pyramid_kernel,
-    reciprocals,
-)
-from ._xml import Cascade, read_cascade
+from ... import _validate, backends
+from ...backends import backend, to_numpy
+from .._scan._group import CANDIDATE_LIMIT, GROUP_EPS, GROUP_READ, unpack_boxes
+from .._scan._kernels import compact_kernel, group_kernel, pyramid_kernel, reciprocals
+from .._scan._parameters import ScanParameters, check_min_neighbors, check_scale_factor, check_size_pair
+from .._scan._pyramid import MIN_CAPACITY, level_rects, next_capacity, packed_pyramid_maps
+from ._cascade import candidates_kernel, evaluate_kernel, integrals_kernel, plan_evaluate_kernel
+from ._xml import Cascade
 
-#: scikit-image's copy of OpenCV's LBP frontal-face cascade (with its tag typo).
-SKIMAGE_LBP_NAME = "lbpcascade_frontalface_opencv.xml"
-#: OpenCV's ``GROUP_EPS`` for ``detectMultiScale``.
-GROUP_EPS = 0.2
-#: Largest ``scale_factor`` accepted.
-MAX_SCALE_FACTOR = 10.0
-#: Smallest plan capacity on backends that compile per shape (JAX); see next_capacity.
-MIN_CAPACITY = 256
 #: split_stage=None: stages run on every window before the first compaction, per backend (by
 #: measurement, tools/cascade_schedule.py on the H100: CuPy's stage kernel skips finished
 #: windows, so 2 costs little there; JAX, with static shapes, evaluates every slot, so it compacts
 #: after stage 0).
 def default_split(b: Any) -> int:
     return 1 if b.static_shapes else 2
-
-
-def resolve_cascade_path(path_or_name: Any) -> str:
-    """A file path, or a cascade name found in ``cv2.data.haarcascades`` / scikit-image's data."""
-    if not isinstance(path_or_name, (str, os.PathLike)):
-        raise TypeError(f"path_or_name must be a path or a cascade name, got {type(path_or_name).__name__}")
-    path = os.fspath(path_or_name)
-    if os.path.isfile(path):
-        return path
-    name = os.path.basename(path)
-    if name == path:  # a bare name: look in the known cascade folders
-        for folder in _cascade_folders():
-            candidate = os.path.join(folder, name)
-            if os.path.isfile(candidate):
-                return candidate
-    raise FileNotFoundError(
-        f"cascade {path!r} not found: give a file path, or a name from cv2.data.haarcascades (OpenCV installed) "
-        f"or {SKIMAGE_LBP_NAME!r} (scikit-image installed)"
-    )
-
-
-def _cascade_folders() -> list[str]:
-    folders = []
-    try:
-        import cv2
-
-        folders.append(cv2.data.haarcascades)
-    except (ImportError, AttributeError):
-        pass
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("skimage")
-        if spec is not None and spec.submodule_search_locations:
-            folders.append(os.path.join(list(spec.submodule_search_locations)[0], "data"))
-    except (ImportError, ValueError):
-        pass
-    return folders
-
-
-@functools.lru_cache(maxsize=32)
-def _load_cached(path: str, mtime: float, size: int) -> Cascade:
-    return read_cascade(path)
-
-
-def load(path_or_name: Any) -> Cascade:
-    path = resolve_cascade_path(path_or_name)
-    st = os.stat(path)
-    return _load_cached(os.path.abspath(path), st.st_mtime, st.st_size)
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,182 +82,48 @@ def candidates_to_rects(grid: ScanGrid, index: np.ndarray, window: tuple[int, in
     return level_rects(grid.factors, grid.level[index], grid.x[index], grid.y[index], window)
 
 
-def level_rects(factors: np.ndarray, level: np.ndarray, x: np.ndarray, y: np.ndarray,
-                window: tuple[int, int]) -> np.ndarray:
-    """Image rects ``[x, y, w, h]`` int32 of windows at level coordinates ``(x, y)`` of levels
-    ``level`` scaled by float32 ``factors``: ``rint(float32(x) * f)`` etc., OpenCV's mapping."""
-    f = factors[level]  # float32
-    rx = np.rint(x.astype(np.float32) * f)  # float32 products, as OpenCV
-    ry = np.rint(y.astype(np.float32) * f)
-    w = np.rint(np.float32(window[0]) * f)
-    h = np.rint(np.float32(window[1]) * f)
-    return np.stack([rx, ry, w, h], axis=1).astype(np.int32)
-
-
-def clip_rects(rects: np.ndarray, neighbours: np.ndarray, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
-    """``rect & Rect(0, 0, W, H)``; empty intersections are dropped."""
-    r = rects.astype(np.int64)
-    x0 = np.maximum(r[:, 0], 0)
-    y0 = np.maximum(r[:, 1], 0)
-    x1 = np.minimum(r[:, 0] + r[:, 2], width)
-    y1 = np.minimum(r[:, 1] + r[:, 3], height)
-    keep = (x1 > x0) & (y1 > y0)
-    out = np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)[keep]
-    return out.astype(np.int32).reshape(-1, 4), neighbours[keep].astype(np.int32)
-
-
 # --------------------------------------------------------------------------------------------
 # Argument checks
 # --------------------------------------------------------------------------------------------
-def check_size_pair(value: Any, name: str, *, allow_none: bool) -> tuple[int, int] | None:
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise ValueError(f"{name} must be a (width, height) pair of ints, got {value!r}")
-    w = _validate.integer(value[0], name, low=0, high=_validate.MAX_ELEMENTS)
-    h = _validate.integer(value[1], name, low=0, high=_validate.MAX_ELEMENTS)
-    return w, h
-
-
-def check_scale_factor(scale_factor: Any) -> float:
-    sf = _validate.real(scale_factor, "scale_factor", positive=True, high=MAX_SCALE_FACTOR)
-    if sf <= 1.0:
-        raise ValueError(f"scale_factor must be > 1, got {scale_factor}")
-    return sf
-
-
-def check_min_neighbors(min_neighbors: Any) -> int:
-    return _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
-
-
 def check_params(scale_factor: Any, min_neighbors: Any, min_size: Any, max_size: Any, split_stage: Any,
-                 n_stages: int) -> tuple:
-    sf = check_scale_factor(scale_factor)
-    mn = check_min_neighbors(min_neighbors)
-    mins = check_size_pair(min_size, "min_size", allow_none=False)
-    maxs = check_size_pair(max_size, "max_size", allow_none=True)
+                 n_stages: int) -> ScanParameters:
+    """:meth:`CascadeDetector.detect`'s scan parameters, checked; ``split_stage=None`` becomes the
+    active backend's default (:func:`default_split`)."""
+    factor = check_scale_factor(scale_factor)
+    neighbours = check_min_neighbors(min_neighbors)
+    smallest = check_size_pair(min_size, "min_size", allow_none=False)
+    largest = check_size_pair(max_size, "max_size", allow_none=True)
     if split_stage is None:
         split = min(default_split(backend()), max(1, n_stages))
     else:
         split = _validate.integer(split_stage, "split_stage", low=1, high=max(1, n_stages))
-    return sf, mn, mins, maxs, split
-
-
-def to_gray(img: Any, channel_axis: Any) -> tuple[Any, bool]:
-    """``(gray (..., H, W) uint8, batched)`` from ``(..., H, W)`` or ``(..., H, W, C)`` (C in 1, 3, 4)."""
-    from .. import color
-
-    has_channels = _validate.has_channels(img, channel_axis)
-    if has_channels:
-        c = img.shape[-1]
-        if c == 1:
-            gray = img[..., 0]
-        elif c in (3, 4):
-            gray = color.rgb_to_gray(img[..., :3])
-        else:
-            raise ValueError(f"image must have 1, 3 or 4 channels (RGB order), got shape {tuple(img.shape)}")
-    else:
-        gray = img
-    if gray.ndim > 3:
-        raise ValueError(f"image must be (H, W[, C]) or a batch (T, H, W[, C]), got shape {tuple(img.shape)}")
-    return gray, gray.ndim == 3
-
-
-def next_capacity(count: int, limit: int) -> int:
-    """The smallest capacity >= ``count`` of the form ``m * 2^k`` with 8 <= m < 16 (at least
-    MIN_CAPACITY, at most ``limit``): 8 steps per octave waste at most 1/8 of a plan, and a
-    frame geometry still meets only a few capacities (each a JAX compilation)."""
-    cap = MIN_CAPACITY
-    while cap < count:
-        cap *= 2
-    if cap > MIN_CAPACITY:
-        step = cap // 16
-        cap = -(-count // step) * step
-    return max(1, min(cap, limit))
+    return ScanParameters(scale_factor=factor, min_neighbors=neighbours, min_size=smallest, max_size=largest,
+                          split_stage=split)
 
 
 # --------------------------------------------------------------------------------------------
 # Cached scan geometry: everything a detection needs that depends only on (image size, window,
 # scale_factor, min/max size) -- computed once, uploaded once per device
 # --------------------------------------------------------------------------------------------
-#: Candidates read back in the one device -> host copy (more: a second, rare copy).
-CANDIDATE_LIMIT = 4096
-#: Boxes read back in that copy after grouping on the device (more: a second copy).
-GROUP_READ = 256
 #: Capacities learned per (frame geometry, cascade statics), shared by all detectors (64 kept).
 LEARNED_CAPACITIES: dict = {}
 #: Geometries kept (each holds its maps and window grid on the host and on each device used).
 GEOMETRY_CACHE = 8
 
 
-def _axis_entries(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: float) -> np.ndarray:
-    """``(n_dst, 4)`` int32 ``(i0, i1, w0, w1)`` of one level axis, Q8 weights summing to 256.
-
-    ``resize(..., 'bilinear_exact')`` of a gray image is a copy (same size), an exact 2x
-    reduction (``(a + b + c + d + 2) >> 2``) or the Q8 ``'exact'`` arithmetic; all three are the
-    Q8 form ``(sum wy wx g + 2**15) >> 16`` with weights ``(256, 0)``, ``(128, 128)`` and the
-    table's own (``16384 (a + b + c + d) + 2**15 >> 16 == (a + b + c + d + 2) >> 2``).
-    """
-    from ..transform._resize import axis_table
-
-    if arith == "copy":
-        i = np.arange(n_dst, dtype=np.int32)
-        return np.stack([i, i, np.full_like(i, 256), np.zeros_like(i)], axis=1)
-    t = axis_table(arith, axis, n_src, n_dst, inv_scale)
-    if arith == "exact":
-        return np.stack([t.i0, t.i1, t.w0, t.w1], axis=1).astype(np.int32)
-    if arith == "area2_up" and np.all(t.w1 == 1):
-        # an exact 2x reduction of an axis: n_src == 2 * n_dst, so every pair is complete
-        half = np.full_like(t.i0, 128)
-        return np.stack([t.i0, t.i1, half, half], axis=1).astype(np.int32)
-    raise RuntimeError(f"unexpected resize arithmetic {arith!r} for a {n_src} -> {n_dst} pyramid level")
-
-
-def packed_pyramid_maps(width: int, height: int, sizes: list[tuple[int, int]]) -> tuple:
-    """``(packed_shape, placements, maps)`` of a packed pyramid of ``sizes`` from a ``width x
-    height`` image: ``transform.pack_pyramid``'s default width and shelves (gap 1), each level's
-    ``(x, y, w, h)``, and :func:`portcv._cascade.pyramid_kernel`'s read-only ``(xmap, ymap,
-    xtab, ytab)``. Shared by the cascade and MCT detectors."""
-    from ..transform._pyramid import pack_layout
-    from ..transform._resize import plan as resize_plan
-
-    wp = max((sizes[0][0] + 31 + 31) // 32 * 32, max(w for w, _ in sizes) + 1)
-    corners, hp = pack_layout(sizes, wp, 1)
-    placements = tuple((x, y, w, h) for (x, y), (w, h) in zip(corners, sizes))
-    xtab = [np.zeros((1, 4), np.int32)]  # entry 0: the fill pixels (zero weights)
-    ytab = [np.zeros((1, 4), np.int32)]
-    xmap = np.zeros((hp, wp), np.int32)
-    ymap = np.zeros((hp, wp), np.int32)
-    nx = ny = 1
-    for (w, h), (x, y) in zip(sizes, corners):
-        arith, _, inv = resize_plan((width, height), (w, h), None, "bilinear_exact", 1)
-        xe = _axis_entries(arith, "x", width, w, inv[0])
-        ye = _axis_entries(arith, "y", height, h, inv[1])
-        ye[:, :2] *= width  # row offsets into the flattened image (< 2**31: checked by image())
-        xtab.append(xe)
-        ytab.append(ye)
-        xmap[y : y + h, x : x + w] = nx + np.arange(w, dtype=np.int32)[None, :]
-        ymap[y : y + h, x : x + w] = ny + np.arange(h, dtype=np.int32)[:, None]
-        nx, ny = nx + w, ny + h
-    maps = (xmap.reshape(-1), ymap.reshape(-1), np.concatenate(xtab), np.concatenate(ytab))
-    for a in maps:
-        a.flags.writeable = False
-    return (hp, wp), placements, maps
-
-
 class ScanGeometry:
     """The host side of a detection for one frame size and set of parameters.
 
     ``levels`` (OpenCV's scale list), the packed layout (``transform.pack_pyramid``'s default
-    width and shelves, gap 1), the pyramid maps of :func:`portcv._cascade.pyramid_kernel`
-    (``xmap``, ``ymap``: int32 per packed pixel; ``xtab``, ``ytab``: ``(n, 4)`` axis entries, row
-    offsets premultiplied by the image width), and the window grid (:class:`ScanGrid`). Device
-    copies are made once per device (:meth:`on`).
+    width and shelves, gap 1), the pyramid maps of ``_scan._kernels.pyramid_kernel`` (``xmap``,
+    ``ymap``: int32 per packed pixel; ``xtab``, ``ytab``: ``(n, 4)`` axis entries, row offsets
+    premultiplied by the image width), and the window grid (:class:`ScanGrid`). Device copies
+    are made once per device (:meth:`on`).
     """
 
     def __init__(self, width: int, height: int, window: tuple[int, int], scale_factor: float,
                  min_size: tuple[int, int], max_size: tuple[int, int]) -> None:
-        from ..transform._pyramid import pyramid_plan
+        from ...transform._pyramid import pyramid_plan
 
         self.width, self.height = width, height
         # OpenCV's scale list with minSize / maxSize: [(float32 factor, (level w, level h)), ...]
@@ -518,11 +321,10 @@ def host_scan_parts(backend_name: str, bounds: tuple[int, ...], static_items: tu
     return tables, first, levels, tail
 
 
-def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, max_size: Any, split: int, *,
-             device_cache: dict, state: dict, min_neighbors: int = 0) -> tuple | None:
+def run_scan(cascade: Cascade, gray: Any, params: ScanParameters, *, device_cache: dict, state: dict) -> tuple | None:
     """One gray frame through the whole scan: ``(grid, candidate window indices, None)``, or
-    ``(grid, None, (rects, neighbours))`` when the candidates were grouped (``min_neighbors >
-    0``) and clipped on the device (CuPy, JAX), or ``None`` when no window fits the frame.
+    ``(grid, None, (rects, neighbours))`` when the candidates were grouped (``params.min_neighbors
+    > 0``) and clipped on the device (CuPy, JAX), or ``None`` when no window fits the frame.
 
     The device work is :func:`scan_program`; nothing is read back before its end. Launches on
     CuPy (a Haar cascade without tilted features): the pyramid gather (1), the integral images
@@ -538,9 +340,9 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     """
     c = cascade
     height, width = gray.shape
-    if max_size is None or max_size[0] == 0 or max_size[1] == 0:
-        max_size = (width, height)
-    geo = scan_geometry(width, height, c.window, scale_factor, tuple(min_size), tuple(max_size))
+    scale_factor, min_neighbors = params.scale_factor, params.min_neighbors
+    min_size, max_size = tuple(params.min_size), params.max_size_for(width, height)
+    geo = scan_geometry(width, height, c.window, scale_factor, min_size, max_size)
     grid = geo.grid
     if grid is None or grid.size == 0:
         return None
@@ -550,13 +352,13 @@ def run_scan(cascade: Cascade, gray: Any, scale_factor: float, min_size: tuple, 
     if layout is None:
         layout = device_cache["stage_layout"] = c.stage_layout()  # static: computed once per detector
     static = dict(feature_type=c.feature_type, window=c.window, has_tilted=c.has_tilted, stages=layout)
-    split = min(split, c.n_stages)
+    split = min(params.split_stage, c.n_stages)
     bounds = plan_levels(b, split, c.n_stages)
     levels = len(bounds) - 1
     static_key = tuple(sorted(static.items()))
     inputs = (gray,) + geo.on(b) + geo.group_arrays(b)
 
-    key = (width, height, scale_factor, tuple(min_size), tuple(max_size), split, b.device_key())
+    key = (width, height, scale_factor, min_size, max_size, split, b.device_key())
     # A new detector of the same cascade starts from what an earlier one learned (JAX: its
     # capacities are compiled programs; starting from scratch costs a slow first frame).
     shared_key = (key, static_key)
@@ -675,10 +477,3 @@ def group_capacity(b: Any, learned: int | None) -> int | None:
     if b.static_shapes:
         return learned or MIN_CAPACITY
     return None
-
-
-def unpack_boxes(grouped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(rects, neighbours)`` from group_kernel's ``[n, m, (x, y, w, h, neighbours) * m, ...]``."""
-    m = int(grouped[1])
-    boxes = grouped[2 : 2 + 5 * m].reshape(m, 5)
-    return np.ascontiguousarray(boxes[:, :4]), np.ascontiguousarray(boxes[:, 4])

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _validate
-from ._detector import check_scale_factor
+from ... import _validate
+from .._scan._parameters import check_scale_factor
+from ._cascade_file import LUT_LIMIT, LUT_WIDTH, MCTCascade
 from ._mct import mct_kernel
-from ._mct_cascade import LUT_LIMIT, LUT_WIDTH, MCTCascade
 
 #: LUT fixed point: ``lut = clip(rint(cost * 2**LUT_BITS), -32767, 32767)``; with cost <= 0.5 ln(2N + 1)
 #: (about 6 for N = 50,000 windows) one pick stays under 2**13; repeated picks add up and are clipped.
@@ -141,7 +141,7 @@ def _mine(detector: Any, images: list, want: int, rng: np.random.Generator, wind
     window), drawn without replacement from a per-image quota; and how many passed in all."""
     import portcv
 
-    from ..transform._pyramid import pyramid_plan
+    from ...transform._pyramid import pyramid_plan
 
     quota = max(1, -(-2 * want // max(len(images), 1)))
     picked: list[np.ndarray] = []
@@ -316,7 +316,7 @@ def train_mct_cascade(positives: Any, negative_images: Any, *, window: tuple[int
     >>> c.n_stages, c.window
     (2, (24, 24))
     """
-    from ._mct_detector import MCTDetector
+    from ._detector import MCTDetector
 
     if not (isinstance(window, (tuple, list)) and len(window) == 2):
         raise ValueError(f"window must be a (width, height) pair, got {window!r}")

@@ -1,6 +1,6 @@
 """CuPy overrides of the MCT kernels (``mct``, ``mct_segment_alive``), running ``_mct_cuda.cu``.
-``_mct_detector.py`` holds the portable versions (the reference) and imports this module at its
-end, which registers the overrides.
+``_mct.py`` holds the portable versions (the reference); importing this module (``portcv.detect``
+does) registers the overrides.
 
 The portable stage sums on CuPy are a handful of small launches per cascade position (host-bound:
 about 55 ms for a 1080p frame on an H200); here a segment of stages is one launch, one thread per
@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._mct import mct_kernel
-from ._mct_detector import segment_alive_kernel
+from ._mct import mct_kernel, segment_alive_kernel
 
 #: Threads per block of both kernels (grid-stride loops).
 BLOCK = 256
@@ -25,7 +24,7 @@ BLOCK = 256
 def _mct_cupy(img: Any) -> Any:
     import cupy
 
-    from ..backends.cupy import cuda_function, launch_1d
+    from ...backends.cupy import cuda_function, launch_1d
 
     if img.dtype != cupy.uint8:
         return NotImplemented
@@ -44,7 +43,7 @@ def _segment_alive_cupy(codes: Any, offsets: Any, plan: Any, count: Any, positio
                         thresholds: Any, *, stages: tuple) -> Any:
     import cupy
 
-    from ..backends.cupy import cuda_function, device_constant, launch_1d
+    from ...backends.cupy import cuda_function, device_constant, launch_1d
 
     n = int(plan.shape[0])
     alive = cupy.empty(n, dtype=cupy.int32)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import sys
 import threading
@@ -11,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import _validate, backends
-from .._kernel import kernel
-from ..backends import backend, to_numpy
-from ._cascade import compact_kernel, group_kernel, pyramid_kernel, reciprocals
-from ._detector import (CANDIDATE_LIMIT, GROUP_EPS, GROUP_READ, check_min_neighbors, check_scale_factor,
-                        check_size_pair, level_rects, next_capacity, packed_pyramid_maps, to_gray, unpack_boxes)
-from ._group import group_and_clip
-from ._mct import mct_kernel
-from ._mct_cascade import BUNDLED, LUT_WIDTH, MCTCascade, load_mct_cascade
+from ... import _validate, backends
+from ...backends import backend, to_numpy
+from ...backends.jax import pallas_triton_usable
+from .._scan._group import CANDIDATE_LIMIT, GROUP_EPS, GROUP_READ, group_and_clip, unpack_boxes
+from .._scan._kernels import compact_kernel, group_kernel, pyramid_kernel, reciprocals
+from .._scan._parameters import ScanParameters, check_min_neighbors, check_scale_factor, check_size_pair, to_gray
+from .._scan._pyramid import level_rects, next_capacity, packed_pyramid_maps
+from ._cascade_file import BUNDLED, MCTCascade, load_mct_cascade
+from ._mct import mct_kernel, segment_alive_kernel
 
 #: The thesis's scan: scale factor 1.15, window step 1 (section 2.1.3).
 DEFAULT_SCALE_FACTOR = 1.15
@@ -29,174 +30,12 @@ GROUP_CAPACITY = CANDIDATE_LIMIT
 RECORDINGS_KEPT = 4
 #: A geometry's recording state where the backend refused to record.
 _UNRECORDABLE = "unrecordable"
-#: Largest number of (window x position) gathers one portable step makes: bounds the memory of
-#: the 2-D gathers (``cap x chunk`` int32 indices and codes, 16 MB each at this size).
-GATHER_ELEMENTS = 1 << 22
 #: Survivor indices read with the count in a whole-plan scan (one copy a frame up to this many).
 WHOLE_SCAN_HEAD = CANDIDATE_LIMIT
 #: Most candidates a whole-plan scan groups in its program (group_kernel's C x C matrices; more:
 #: the host groups). H200, JAX, synchronized detect at 640x480 / 1080p: 1024 0.96-1.11 / 2.05-2.23
 #: ms, 4096 1.24-1.28 / 2.37-2.40, the host's grouping 1.61-2.09 / 2.79-2.93.
 WHOLE_SCAN_GROUP_CAPACITY = 1024
-
-
-@kernel("mct_stage_sums")
-def stage_sums_kernel(xp: Any, codes: Any, offsets: Any, position_offsets: Any, lut: Any, *, begin: int,
-                      end: int) -> Any:
-    """int32 stage sums ``H = sum_k lut[k, codes[offsets + position_offsets[k]]]``, ``k in [begin, end)``.
-
-    ``codes`` is the flat uint16 MCT image of the packed pyramid, ``offsets`` the windows' flat
-    code offsets, ``lut`` the flat ``(K * 512,)`` int16 table. Terms are int16 and at most 484
-    of them: ``|H| < 2**24``, exact in int32 in any order. The positions are gathered in chunks
-    of at most ``GATHER_ELEMENTS / len(offsets)`` (2-D gathers; one position at a time for
-    the millions of windows of a first stage).
-    """
-    n = offsets.shape[0]
-    chunk = max(1, min(end - begin, GATHER_ELEMENTS // max(n, 1)))
-    total = xp.zeros(n, dtype=xp.int32)
-    for k0 in range(begin, end, chunk):
-        k1 = min(end, k0 + chunk)
-        where = offsets[:, None] + position_offsets[None, k0:k1]
-        code = xp.astype(xp.take(codes, xp.reshape(where, (-1,))), xp.int32)
-        rows = xp.arange(k0, k1, dtype=xp.int32)[None, :] * LUT_WIDTH
-        cost = xp.take(lut, xp.reshape(xp.reshape(code, (n, k1 - k0)) + rows, (-1,)))
-        total = total + xp.sum(xp.reshape(xp.astype(cost, xp.int32), (n, k1 - k0)), axis=1, dtype=xp.int32)
-    return total
-
-
-#: Windows per band of the NumPy stage sums: a band's index, code, term and sum buffers (16 bytes
-#: a window, 512 KiB) stay in the core's cache across the stage's positions.
-STAGE_SUMS_BAND = 1 << 15
-
-
-def _add_position(codes: np.ndarray, position_offset: int, row: np.ndarray, where: np.ndarray, code: np.ndarray,
-                  term: np.ndarray, out: np.ndarray, mode: str = "raise") -> None:
-    """``out += row[codes[position_offset + where]]`` through the buffers ``code`` and ``term``:
-    one cascade position's int16 terms for a band of windows (the NumPy overrides' inner step)."""
-    np.take(codes[position_offset:], where, out=code, mode=mode)
-    np.take(row, code, out=term, mode=mode)
-    np.add(out, term, out=out)
-
-
-@stage_sums_kernel.override("numpy")
-def _stage_sums_numpy(codes: Any, offsets: Any, position_offsets: Any, lut: Any, *, begin: int, end: int) -> Any:
-    # Bands of windows spread over the host threads (NumPy's take and add release the GIL); in a
-    # band, position by position with 1-D gathers into reused buffers and an in-place int32 sum:
-    # each position reads its 1 KB LUT row and one code per window in ascending order (the
-    # windows are sorted). The window offsets are made intp once per band and each position
-    # gathers from the codes shifted by its offset (a view), so no per-position index pass or
-    # conversion runs (16 % of the stage sums). The same int16 terms in the same order per
-    # window, the same exact int32 sums, whichever thread runs a band.
-    from ..backends.numpy import run_bands, scratch
-
-    codes, offsets, position_offsets = np.asarray(codes), np.asarray(offsets), np.asarray(position_offsets)
-    rows = np.asarray(lut).reshape(-1, LUT_WIDTH)
-    n = offsets.shape[0]
-    total = np.zeros(n, np.int32)
-
-    def band(span: tuple[int, int]) -> None:
-        a, b = span
-        m = b - a
-        out = total[a:b]
-        where = scratch("mct_where", (m,), np.intp)
-        where[...] = offsets[a:b]
-        code = scratch("mct_code", (m,), np.uint16)
-        term = scratch("mct_term", (m,), np.int16)
-        for k in range(begin, end):
-            _add_position(codes, int(position_offsets[k]), rows[k], where, code, term, out)
-
-    run_bands(band, [(a, min(n, a + STAGE_SUMS_BAND)) for a in range(0, n, STAGE_SUMS_BAND)])
-    return total
-
-
-@kernel("mct_segment_alive")
-def segment_alive_kernel(xp: Any, codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any,
-                         thresholds: Any, *, stages: tuple) -> Any:
-    """int32 1/0 per plan slot: slot ``i < count`` whose window ``plan[i]`` passes every stage of
-    ``stages`` (``((j, (begin, end)), ...)``: stage sums ``<= thresholds[j]``); 0 past ``count``."""
-    where = xp.take(offsets, plan)
-    alive = xp.arange(plan.shape[0], dtype=xp.int32) < count
-    for j, (b, e) in stages:
-        alive = alive & (stage_sums_kernel(codes, where, position_offsets, lut, begin=b, end=e) <= thresholds[j])
-    return xp.astype(alive, xp.int32)
-
-
-#: Positions between the NumPy segment's checks of a band's partial stage sums (below); shorter
-#: segments take the portable steps. On the bundled cascade's 253-position last stage at 1080p,
-#: checks every 16 positions took a band 10 % less time than none (every 8: 7 %, 32: 8 %, 64: 1 %).
-SEGMENT_CHECK_EVERY = 16
-
-
-@segment_alive_kernel.override("numpy", supports="uint16 codes and int16 LUTs (windows that can no longer pass a stage are dropped early)")
-def _segment_alive_numpy(codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any,
-                         thresholds: Any, *, stages: tuple) -> Any:
-    # Bands of plan slots on the host threads, position by position as _stage_sums_numpy (the same
-    # int16 terms, exact int32 sums). Every SEGMENT_CHECK_EVERY positions a band drops the windows
-    # whose partial sum exceeds the threshold minus the smallest sum the stage's remaining
-    # positions can add (each position's smallest LUT entry): their stage sum exceeds the
-    # threshold whatever codes follow, so they fail as in the portable version, and the windows
-    # kept are decided by their full sums. Exactly the portable flags, 10 % less work on a long stage.
-    from ..backends.numpy import run_bands, scratch
-
-    codes, offsets, plan = np.asarray(codes), np.asarray(offsets), np.asarray(plan)
-    position_offsets, thresholds = np.asarray(position_offsets), np.asarray(thresholds)
-    rows = np.asarray(lut).reshape(-1, LUT_WIDTH)
-    if codes.dtype != np.uint16 or rows.dtype != np.int16:
-        return NotImplemented  # the buffers below hold the detector's dtypes
-    if all(e - b < SEGMENT_CHECK_EVERY for _, (b, e) in stages):
-        # Too short for a check: the whole-array steps (and _stage_sums_numpy) cost less than the
-        # bands' bookkeeping over the millions of windows of the first stages.
-        return segment_alive_kernel.portable(np, codes, offsets, plan, count, position_offsets, lut, thresholds,
-                                             stages=stages)
-    n = plan.shape[0]
-    live = max(0, min(int(count), n))
-    alive = np.zeros(n, np.int32)
-    low = rows.min(axis=1).astype(np.int64)
-    int32 = np.iinfo(np.int32)
-    limits = []  # per stage: limit[i] after i of its positions (the last: the threshold itself)
-    for j, (b, e) in stages:
-        rest = np.concatenate([np.cumsum(low[b:e][::-1])[::-1][1:], [0]])  # after positions b..b+i
-        # Clipped to int32 only ever drops fewer windows: still exact.
-        limits.append(np.clip(int(thresholds[j]) - rest, int32.min, int32.max).astype(np.int32))
-
-    def band(span: tuple[int, int]) -> None:
-        a, b = span
-        m = b - a
-        slot = scratch("mct_seg_slot", (2, m), np.int32)  # two of each: compaction ping-pongs
-        where = scratch("mct_seg_where", (2, m), np.intp)
-        part = scratch("mct_seg_part", (2, m), np.int32)
-        code = scratch("mct_code", (m,), np.uint16)
-        term = scratch("mct_term", (m,), np.int16)
-        slot[0] = np.arange(a, b, dtype=np.int32)
-        where[0] = offsets[plan[a:b]]
-        cur = 0
-        for (j, (s0, s1)), limit in zip(stages, limits):
-            if s0 == s1:  # no positions: a sum of 0
-                if int(thresholds[j]) < 0:
-                    return
-                continue
-            p = part[cur, :m]
-            p.fill(0)
-            for k in range(s0, s1):
-                i = k - s0
-                # mode="clip": no bounds check (codes and offsets come from one geometry, codes < 512)
-                _add_position(codes, int(position_offsets[k]), rows[k], where[cur, :m], code[:m], term[:m], p,
-                              mode="clip")
-                if k + 1 == s1 or (i + 1) % SEGMENT_CHECK_EVERY == 0:
-                    keep = p <= limit[i]
-                    kept = int(np.count_nonzero(keep))
-                    if kept < m:
-                        nxt = 1 - cur
-                        for buf in (slot, where, part):
-                            np.compress(keep, buf[cur, :m], out=buf[nxt, :kept])
-                        cur, m = nxt, kept
-                        p = part[cur, :m]
-                    if m == 0:
-                        return
-        alive[slot[cur, :m]] = 1
-
-    run_bands(band, [(a, min(live, a + STAGE_SUMS_BAND)) for a in range(0, live, STAGE_SUMS_BAND)])
-    return alive
 
 
 def _segment(codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any, thresholds: Any, *,
@@ -231,27 +70,83 @@ def _group_candidates(plan: Any, count: Any, group_arrays: tuple, *, group: tupl
                         width=width, height=height, capacity=capacity)
 
 
-def _whole_scan(gray: Any, xmap: Any, ymap: Any, xtab: Any, ytab: Any, offsets: Any, position_offsets: Any,
-                lut: Any, thresholds: Any, group_arrays: Any, *, shape: tuple[int, int], segments: tuple, head: int,
-                group: Any, window: tuple[int, int], capacity: int) -> tuple:
-    """A frame's whole scan as one program (:func:`_mct_pallas.whole_plan_scan`): the codes, then
-    each segment of stages over the full-length plan and its compaction, with no count read in
-    between, then (given ``group``, as :func:`_group_candidates`) the grouping. Returns
-    ``(survivors, plan, first, grouped)``: ``[count, plan[0], ..., plan[head - 1]]`` (int32), the
-    plan, and group_kernel's first ``2 + 5 GROUP_READ`` entries and whole output (``None``
-    without ``group``). A frame reads ``first``, or ``survivors`` without a grouping or where it
-    declined, and the plan only past ``head`` survivors."""
+@dataclasses.dataclass(frozen=True)
+class WholeScan:
+    """What a frame's one-program scan (:func:`_whole_scan`) is compiled for: hashable, a static
+    argument (one compilation each).
+
+    Attributes
+    ----------
+    packed_shape : (int, int)
+        The packed pyramid's shape (:class:`MCTGeometry`).
+    segments : tuple
+        The stage segments (:meth:`MCTDetector._segments`); a compaction follows each.
+    head : int
+        Survivor indices read with the count.
+    group : (int, int, int) or None
+        ``(min_neighbors, width, height)`` of the grouping in the program; None: no grouping.
+    window : (int, int)
+        The cascade's window.
+    group_capacity : int
+        Most candidates the program groups (more: it declines and the host groups).
+    """
+
+    packed_shape: tuple[int, int]
+    segments: tuple
+    head: int
+    group: tuple | None
+    window: tuple[int, int]
+    group_capacity: int
+
+
+def _whole_scan(gray: Any, geometry: tuple, tables: tuple, group_arrays: tuple | None, *, scan: WholeScan) -> tuple:
+    """A frame's whole scan as one program (:func:`whole_plan_scan`): the codes, then each
+    segment of stages over the full-length plan and its compaction, with no count read in
+    between, then (given ``scan.group``, as :func:`_group_candidates`) the grouping.
+
+    ``geometry`` is :meth:`MCTGeometry.on`'s ``(xmap, ymap, xtab, ytab, offsets)``, ``tables``
+    :meth:`MCTDetector._cascade_on`'s ``(position_offsets, lut, thresholds)``, ``group_arrays``
+    :meth:`MCTGeometry.group_arrays` (None without a grouping). Returns ``(survivors, plan, first,
+    grouped)``: ``[count, plan[0], ..., plan[head - 1]]`` (int32), the plan, and group_kernel's
+    first ``2 + 5 GROUP_READ`` entries and whole output (``None`` without a grouping). A frame
+    reads ``first``, or ``survivors`` without a grouping or where it declined, and the plan only
+    past ``head`` survivors."""
     xp = backend().xp
-    codes = _codes(gray, xmap, ymap, xtab, ytab, shape=shape)
+    xmap, ymap, xtab, ytab, offsets = geometry
+    position_offsets, lut, thresholds = tables
+    codes = _codes(gray, xmap, ymap, xtab, ytab, shape=scan.packed_shape)
     n = int(offsets.shape[0])
     plan, count = xp.arange(n, dtype=xp.int32), xp.asarray(n, dtype=xp.int32)
-    for stages in segments:
+    for stages in scan.segments:
         plan, count = _segment(codes, offsets, plan, count, position_offsets, lut, thresholds, stages=stages, cap=n)
-    survivors = xp.concat([xp.reshape(count, (1,)), plan[:head]])
-    if group is None:
+    survivors = xp.concat([xp.reshape(count, (1,)), plan[:scan.head]])
+    if scan.group is None:
         return survivors, plan, None, None
-    grouped = _group_candidates(plan, count, group_arrays, group=group, window=window, capacity=capacity)
+    grouped = _group_candidates(plan, count, group_arrays, group=scan.group, window=scan.window,
+                                capacity=scan.group_capacity)
     return survivors, plan, grouped[: 2 + 5 * GROUP_READ], grouped
+
+
+def whole_plan_scan(b: Any) -> bool:
+    """Whether backend ``b`` scans a frame in one compiled program: a compiled static-shape
+    backend (JAX) on a GPU where the segment's Pallas kernel (``_mct_pallas.py``) runs, which costs
+    nothing past the plan's count (so no host read of it)."""
+    # TODO(54): Backend property (Pallas runs on b's device)
+    return b.static_shapes and not b.runs_on_host and pallas_triton_usable()
+
+
+def whole_scan_frames(grays: Any, geometry: tuple, tables: tuple, group_arrays: tuple | None, *,
+                      scan: WholeScan) -> tuple:
+    """:func:`_whole_scan` of each frame of ``(T, H, W)`` ``grays`` in one program (a
+    ``lax.map`` over the frames: the program does not grow with T): ``(survivors, grouped)``
+    stacked per frame (``grouped`` None without a grouping)."""
+    from jax import lax
+
+    def one(gray: Any) -> tuple:
+        survivors, _plan, _first, grouped = _whole_scan(gray, geometry, tables, group_arrays, scan=scan)
+        return survivors, grouped
+
+    return lax.map(one, grays)
 
 
 @functools.lru_cache(maxsize=64)
@@ -260,8 +155,7 @@ def _compiled(backend_name: str, what: str) -> Any:
     if what == "codes":
         return b.jit(_codes, static_argnames=("shape",))
     if what in ("whole", "whole frames"):
-        return b.jit(_whole_scan if what == "whole" else whole_scan_frames,
-                     static_argnames=("shape", "segments", "head", "group", "window", "capacity"))
+        return b.jit(_whole_scan if what == "whole" else whole_scan_frames, static_argnames=("scan",))
     return b.jit(_segment, static_argnames=("stages", "cap"))
 
 
@@ -373,7 +267,7 @@ def _groups_on_device(b: Any) -> bool:
     return group_kernel.has_override(b) or whole_plan_scan(b)
 
 
-def _device_scope(b: Any, device: Any) -> Any:
+def _device_scope(b: Any, device: Any) -> Any:  # TODO(54): Backend property (a device scope)
     """A context that makes ``device`` current for backend ``b``: ``cupy.cuda.Device`` when ``b``
     holds CuPy arrays, ``jax.default_device`` when it holds JAX arrays (asked of the backend with
     an empty probe array, not by its name); a host backend has device 0 only."""
@@ -490,26 +384,29 @@ class MCTDetector:
         >>> det.detect(np.full((40, 40), 7, np.uint8), min_neighbors=0)[0].shape   # flat: no face
         (0, 4)
         """
-        c = self.cascade
-        sf = check_scale_factor(scale_factor)
-        mn = check_min_neighbors(min_neighbors)
-        mins = check_size_pair(min_size, "min_size", allow_none=False)
-        maxs = check_size_pair(max_size, "max_size", allow_none=True)
-        st = _validate.integer(step, "step", low=1, high=64)
-        if split_stage is None:
-            split = None
-        else:
-            split = _validate.integer(split_stage, "split_stage", low=0, high=c.n_stages)
-        raw = _validate.boolean(raw, "raw")
-        devs = self._check_devices(devices)
+        factor = check_scale_factor(scale_factor)
+        neighbours = check_min_neighbors(min_neighbors)
+        smallest = check_size_pair(min_size, "min_size", allow_none=False)
+        largest = check_size_pair(max_size, "max_size", allow_none=True)
+        window_step = _validate.integer(step, "step", low=1, high=64)
+        split = self._check_split_stage(split_stage)
+        if _validate.boolean(raw, "raw"):
+            neighbours = 0  # the candidates, ungrouped
+        params = ScanParameters(scale_factor=factor, min_neighbors=neighbours, min_size=smallest, max_size=largest,
+                                split_stage=split, step=window_step)
+        device_ids = self._check_devices(devices)
         img = _validate.image(image)
         gray, batched = to_gray(img, channel_axis)
-        args = (sf, 0 if raw else mn, mins, maxs, st, split, devs)
         if batched:
-            if devs is None and whole_plan_scan(backend()) and gray.shape[0] > 1:
-                return self._detect_frames(gray, *args)
-            return [self._detect_one(gray[t], *args) for t in range(gray.shape[0])]
-        return self._detect_one(gray, *args)
+            if device_ids is None and whole_plan_scan(backend()) and gray.shape[0] > 1:
+                return self._detect_frames(gray, params, device_ids)
+            return [self._detect_one(gray[t], params, device_ids) for t in range(gray.shape[0])]
+        return self._detect_one(gray, params, device_ids)
+
+    def _check_split_stage(self, split_stage: Any) -> int | None:
+        if split_stage is None:
+            return None
+        return _validate.integer(split_stage, "split_stage", low=0, high=self.cascade.n_stages)
 
     @staticmethod
     def _check_devices(devices: Any) -> tuple | None:
@@ -529,27 +426,25 @@ class MCTDetector:
         """The windows passing every stage of a gray ``(H, W)`` uint8 image, as ``(N, 3)`` int32
         ``(level, x, y)`` rows in ascending (level, y, x) order (level coordinates)."""
         img = _validate.image(image, max_ndim=2, gray=True)
-        sf = check_scale_factor(scale_factor)
-        mins = check_size_pair(min_size, "min_size", allow_none=False)
-        maxs = check_size_pair(max_size, "max_size", allow_none=True)
-        st = _validate.integer(step, "step", low=1, high=64)
-        split = None if split_stage is None else _validate.integer(split_stage, "split_stage", low=0,
-                                                                   high=self.cascade.n_stages)
-        found, _, _ = self._scan(img, sf, mins, maxs, st, split, self._check_devices(devices))
+        params = ScanParameters(scale_factor=check_scale_factor(scale_factor), min_neighbors=0,
+                                min_size=check_size_pair(min_size, "min_size", allow_none=False),
+                                max_size=check_size_pair(max_size, "max_size", allow_none=True),
+                                step=_validate.integer(step, "step", low=1, high=64),
+                                split_stage=self._check_split_stage(split_stage))
+        found, _, _ = self._scan(img, params, self._check_devices(devices))
         return found
 
-    def _geometries(self, width: int, height: int, sf: float, mins: tuple, maxs: Any, step: int,
-                    groups: int) -> tuple[list, list]:
-        from ..transform._pyramid import pyramid_plan
+    def _geometries(self, width: int, height: int, params: ScanParameters, groups: int) -> tuple[list, list]:
+        from ...transform._pyramid import pyramid_plan
 
-        if maxs is None or maxs[0] == 0 or maxs[1] == 0:
-            maxs = (width, height)
-        key = (width, height, sf, mins, tuple(maxs), step, groups)
+        max_size, step = params.max_size_for(width, height), params.step
+        key = (width, height, params.scale_factor, params.min_size, max_size, step, groups)
         with self._lock:
             hit = self._geometry.get(key)
             if hit is None:
                 W, H = self.cascade.window
-                levels = pyramid_plan(width, height, sf, (W, H), min_size=mins, max_size=maxs, name="scale_factor")
+                levels = pyramid_plan(width, height, params.scale_factor, (W, H), min_size=params.min_size,
+                                      max_size=max_size, name="scale_factor")
                 counts = [len(range(0, max(w - W + 1, 0), step)) * len(range(0, max(h - H + 1, 0), step))
                           for _, (w, h) in levels]
                 keep = [i for i, n in enumerate(counts) if n > 0]
@@ -592,8 +487,8 @@ class MCTDetector:
         ranges = self.cascade.stage_ranges()
         return tuple(tuple((j, ranges[j]) for j in range(s0, s1)) for s0, s1 in zip(bounds[:-1], bounds[1:]))
 
-    def _scan(self, gray: Any, sf: float, mins: tuple, maxs: Any, step: int, split: int | None,
-              devices: tuple | None, group: tuple | None = None) -> tuple[np.ndarray, list, Any]:
+    def _scan(self, gray: Any, params: ScanParameters, devices: tuple | None,
+              group: tuple | None = None) -> tuple[np.ndarray, list, Any]:
         """``(candidates, levels, grouped)``: the (level, x, y) rows passing every stage, and, given
         ``group = (min_neighbors, width, height)`` on a backend that groups on the device (one
         device), ``grouped = (rects, neighbours)`` instead of the candidates (``None`` otherwise)."""
@@ -604,9 +499,10 @@ class MCTDetector:
             # scan runs on NumPy, as the JAX backend's host callbacks do for single kernels. The
             # same integer scan: the same candidates.
             with backends.using("numpy"):
-                return self._scan(to_numpy(gray), sf, mins, maxs, step, split, devices, group)
+                return self._scan(to_numpy(gray), params, devices, group)
         height, width = gray.shape
-        levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1 if devices is None else len(devices))
+        split = params.split_stage
+        levels, geos = self._geometries(width, height, params, 1 if devices is None else len(devices))
         groups = [(g, geo) for g, geo in enumerate(geos) if geo.offsets.size]
         scopes = [functools.partial(_device_scope, b, None if devices is None else devices[g]) for g, _ in groups]
         group = group if devices is None and _groups_on_device(b) else None
@@ -763,39 +659,39 @@ class MCTDetector:
             return None
         return unpack_boxes(first if m <= GROUP_READ else to_numpy(grouped))
 
-    def _detect_one(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, step: int, split: int | None,
-                    devices: tuple | None) -> tuple[np.ndarray, np.ndarray]:
+    def _detect_one(self, gray: Any, params: ScanParameters, devices: tuple | None) -> tuple[np.ndarray, np.ndarray]:
         height, width = gray.shape
-        found, levels, grouped = self._scan(gray, sf, mins, maxs, step, split, devices,
-                                            group=(mn, width, height) if mn > 0 else None)
+        neighbours = params.min_neighbors
+        found, levels, grouped = self._scan(gray, params, devices,
+                                            group=(neighbours, width, height) if neighbours > 0 else None)
         if grouped is not None:
             return grouped
-        return self._boxes(found, levels, mn, width, height)
+        return self._boxes(found, levels, neighbours, width, height)
 
-    def _boxes(self, found: np.ndarray, levels: list, mn: int, width: int, height: int) -> tuple:
+    def _boxes(self, found: np.ndarray, levels: list, min_neighbors: int, width: int, height: int) -> tuple:
         """``(boxes, neighbours)`` of candidates ``found`` (``(level, x, y)`` rows), grouped on
         the host."""
         if found.shape[0] == 0:
             return np.zeros((0, 4), np.int32), np.zeros(0, np.int32)
         factors = np.array([f for f, _ in levels], np.float32)
         rects = level_rects(factors, found[:, 0], found[:, 1], found[:, 2], self.cascade.window)
-        return group_and_clip(rects, mn, width, height)
+        return group_and_clip(rects, min_neighbors, width, height)
 
-    def _detect_frames(self, gray: Any, sf: float, mn: int, mins: tuple, maxs: Any, step: int, split: int | None,
-                       devices: tuple | None) -> list:
+    def _detect_frames(self, gray: Any, params: ScanParameters, devices: tuple | None) -> list:
         """:meth:`_detect_one` of each frame of a ``(T, H, W)`` batch where the backend scans a
         frame in one program (:func:`whole_plan_scan`): one program for the whole batch (the
         frame's program mapped over the frames) and one read of every frame's grouped boxes and
         survivors. A frame whose survivors do not fit the read is scanned again alone."""
         b = backend()
         frames, height, width = gray.shape
-        levels, geos = self._geometries(width, height, sf, mins, maxs, step, 1)
+        levels, geos = self._geometries(width, height, params, 1)
         used = [geo for geo in geos if geo.offsets.size]
         if len(used) != 1:  # no window at all (or a split geometry): frame by frame
-            return [self._detect_one(gray[t], sf, mn, mins, maxs, step, split, devices) for t in range(frames)]
+            return [self._detect_one(gray[t], params, devices) for t in range(frames)]
         geo = used[0]
-        group = (mn, width, height) if mn > 0 else None
-        survivors, grouped = self._launch_whole(b, b.asarray(gray), geo, split, group, frames=True)
+        neighbours = params.min_neighbors
+        group = (neighbours, width, height) if neighbours > 0 else None
+        survivors, grouped = self._launch_whole(b, b.asarray(gray), geo, params.split_stage, group, frames=True)
         survivors = to_numpy(survivors)
         grouped = None if grouped is None else to_numpy(grouped)
         out = []
@@ -807,29 +703,20 @@ class MCTDetector:
                     continue
             count = int(survivors[t, 0])
             if count >= survivors.shape[1]:  # more survivors than the read holds
-                out.append(self._detect_one(gray[t], sf, mn, mins, maxs, step, split, devices))
+                out.append(self._detect_one(gray[t], params, devices))
                 continue
             found = geo.windows(survivors[t, 1:1 + count])
-            out.append(self._boxes(found, levels, mn, width, height))
+            out.append(self._boxes(found, levels, neighbours, width, height))
         return out
 
     def _launch_whole(self, b: Any, gray: Any, geo: MCTGeometry, split: int | None, group: Any,
                       frames: bool = False) -> tuple:
         """Launch the one-program scan of frame ``gray``: :func:`_whole_scan`'s outputs; with
         ``frames``, of every frame of a ``(T, H, W)`` batch in one program:
-        ``(survivors, grouped)`` stacked per frame (:func:`_mct_pallas.whole_scan_frames`)."""
-        c = self.cascade
-        xmap, ymap, xtab, ytab, offsets = geo.on(b)
-        position_offsets, lut, thresholds = self._cascade_on(b, geo.code_width)
-        segments = self._segments(b, split)
-        n = int(offsets.shape[0])
-        capacity = WHOLE_SCAN_GROUP_CAPACITY
-        group_arrays = None if group is None else geo.group_arrays(b, capacity)
+        ``(survivors, grouped)`` stacked per frame (:func:`whole_scan_frames`)."""
+        scan = WholeScan(packed_shape=geo.packed_shape, segments=self._segments(b, split),
+                         head=min(int(geo.offsets.shape[0]), WHOLE_SCAN_HEAD), group=group, window=self.cascade.window,
+                         group_capacity=WHOLE_SCAN_GROUP_CAPACITY)
+        group_arrays = None if group is None else geo.group_arrays(b, scan.group_capacity)
         return _compiled(b.name, "whole frames" if frames else "whole")(
-            gray, xmap, ymap, xtab, ytab, offsets, position_offsets, lut, thresholds, group_arrays,
-            shape=geo.packed_shape, segments=segments, head=min(n, WHOLE_SCAN_HEAD), group=group, window=c.window,
-            capacity=capacity)
-
-
-from . import _mct_cuda  # noqa: E402,F401  (registers the CuPy overrides)
-from ._mct_pallas import whole_plan_scan, whole_scan_frames  # noqa: E402  (also registers the JAX override)
+            gray, geo.on(b), self._cascade_on(b, geo.code_width), group_arrays, scan=scan)

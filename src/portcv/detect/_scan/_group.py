@@ -1,4 +1,5 @@
-"""OpenCV's ``groupRectangles`` (eps 0.2), on the host in NumPy, with its exact rounding."""
+"""OpenCV's ``groupRectangles`` (eps 0.2) on the host in NumPy, with its exact rounding; the clip to
+the image; the read-back sizes and layout of the grouping on the device (``_kernels.group_kernel``)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import _validate
-from ..backends import owner_of, to_numpy
-from ._detector import GROUP_EPS, clip_rects
+from ... import _validate
+from ...backends import owner_of, to_numpy
+
+#: OpenCV's ``GROUP_EPS`` for ``detectMultiScale``.
+GROUP_EPS = 0.2
+#: Candidates read back in the one device -> host copy (more: a second, rare copy).
+CANDIDATE_LIMIT = 4096
+#: Boxes read back in that copy after grouping on the device (more: a second copy).
+GROUP_READ = 256
 
 
 def _similar_pairs(r: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
@@ -148,9 +155,9 @@ def group_rectangles(rects: Any, min_neighbors: int, *, eps: float = GROUP_EPS) 
             raise TypeError(f"rects must hold integers, got dtype {r.dtype}")
     if r.size and np.abs(r.astype(np.int64)).max() >= 2**30:
         raise ValueError("rects: coordinates must be below 2**30 in magnitude")
-    mn = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
-    e = _validate.real(eps, "eps", positive=True, high=10.0)
-    return group_rectangles_impl(r, mn, e)
+    neighbours = _validate.integer(min_neighbors, "min_neighbors", low=0, high=2**31 - 1)
+    similarity = _validate.real(eps, "eps", positive=True, high=10.0)
+    return group_rectangles_impl(r, neighbours, similarity)
 
 
 def group_and_clip(rects: np.ndarray, min_neighbors: int, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
@@ -161,3 +168,22 @@ def group_and_clip(rects: np.ndarray, min_neighbors: int, width: int, height: in
     else:
         rects, neighbours = group_rectangles_impl(rects, min_neighbors, GROUP_EPS)
     return clip_rects(rects, neighbours, width, height)
+
+
+def clip_rects(rects: np.ndarray, neighbours: np.ndarray, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """``rect & Rect(0, 0, W, H)``; empty intersections are dropped."""
+    r = rects.astype(np.int64)
+    x0 = np.maximum(r[:, 0], 0)
+    y0 = np.maximum(r[:, 1], 0)
+    x1 = np.minimum(r[:, 0] + r[:, 2], width)
+    y1 = np.minimum(r[:, 1] + r[:, 3], height)
+    keep = (x1 > x0) & (y1 > y0)
+    out = np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)[keep]
+    return out.astype(np.int32).reshape(-1, 4), neighbours[keep].astype(np.int32)
+
+
+def unpack_boxes(grouped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rects, neighbours)`` from group_kernel's ``[n, m, (x, y, w, h, neighbours) * m, ...]``."""
+    m = int(grouped[1])
+    boxes = grouped[2 : 2 + 5 * m].reshape(m, 5)
+    return np.ascontiguousarray(boxes[:, :4]), np.ascontiguousarray(boxes[:, 4])

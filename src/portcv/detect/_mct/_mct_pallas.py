@@ -1,6 +1,6 @@
 """JAX override of the MCT detector's stage segment (``mct_segment_alive``) on a GPU: a Pallas
-(Triton) kernel. ``_mct_detector.py`` holds the portable version (the reference) and imports this
-module at its end, which registers the override.
+(Triton) kernel. ``_mct.py`` holds the portable version (the reference); importing this module
+(``portcv.detect`` does) registers the override.
 
 Under XLA the portable segment is a whole-array gather of codes, a gather of LUT entries and a
 sum per chunk of cascade positions, over every slot of the plan whatever the count: the long
@@ -8,7 +8,7 @@ last stage ran over every survivor of the first. Here a program takes a block of
 runs the segment's stages in turn, a loop over each stage's positions (one code and one int16
 LUT entry gathered per window and position, an exact int32 sum), and skips a stage once none of
 its windows is alive, and the whole block past the plan's count. So the plan can keep its full
-length, with no count read on the host between segments (:func:`whole_plan_scan`).
+length, with no count read on the host between segments (``_detector.whole_plan_scan``).
 """
 
 from __future__ import annotations
@@ -16,44 +16,20 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numpy as np
-
-from ..backends import backend
-from ..backends.jax import pallas_triton_usable, quiet_pallas_triton
-from ._mct_cascade import LUT_WIDTH
-from ._mct_detector import segment_alive_kernel
+from ...backends import backend
+from ...backends.jax import pallas_triton_usable, quiet_pallas_triton
+from ._cascade_file import LUT_WIDTH
+from ._mct import segment_alive_kernel
 
 #: Plan slots per program, its warps, and cascade positions per step of a stage's loop.
 SEGMENT_BLOCK, SEGMENT_WARPS, SEGMENT_UNROLL = 256, 8, 4
-
-
-def whole_plan_scan(b: Any) -> bool:
-    """Whether backend ``b`` scans a frame in one compiled program: a compiled static-shape
-    backend (JAX) on a GPU with this module's kernel, which costs nothing past the plan's count
-    (so no host read of it)."""
-    return b.static_shapes and not b.runs_on_host and pallas_triton_usable()
-
-
-def whole_scan_frames(grays: Any, *args: Any, **static: Any) -> tuple:
-    """``_mct_detector._whole_scan`` of each frame of ``(T, H, W)`` ``grays`` in one program (a
-    ``lax.map`` over the frames: the program does not grow with T): ``(survivors, grouped)``
-    stacked per frame (``grouped`` None without a grouping)."""
-    from jax import lax
-
-    from ._mct_detector import _whole_scan
-
-    def one(gray: Any) -> tuple:
-        survivors, _plan, _first, grouped = _whole_scan(gray, *args, **static)
-        return survivors, grouped
-
-    return lax.map(one, grays)
 
 
 @segment_alive_kernel.override("jax", supports="every input (on a GPU: a Pallas kernel)")
 def _segment_alive_jax(codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any,
                        thresholds: Any, *, stages: tuple) -> Any:
     args = (codes, offsets, plan, count, position_offsets, lut, thresholds)
-    if not backend().runs_on_host and pallas_triton_usable() and int(plan.shape[0]) > 0:
+    if not backend().runs_on_host and pallas_triton_usable() and int(plan.shape[0]) > 0:  # TODO(54): Backend property
         with quiet_pallas_triton():
             return pallas_segment(int(plan.shape[0]), stages)(*args)
     return segment_alive_kernel.portable_for(backend())(*args, stages=stages)

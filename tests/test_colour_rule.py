@@ -53,7 +53,7 @@ NOT_IMAGES = {
     "stream.StreamClient": "a network address", "stream.synthetic_source": "sizes (it makes frames)",
     "stream.StreamServer": "a network server: its frames go through StreamEncoder (walked)",
     "video.iter_frames": "a file name", "video.read_video": "a file name",
-    "video.fps_statistics": "timings",
+    "video.fps_statistics": "timings", "video.video_fps": "a file name",
     "volume.fft_error_bound": "a shape", "volume.quantize_kernel": "a kernel", "volume.gabor_kernel3d": "sizes",
     "data.*": "the data loaders make images from sizes and files",
     "distributed.halo": "an op name", "distributed.filter_store": "store paths",

@@ -119,7 +119,8 @@ NO_ARRAY_INPUT = {
     "data.face_scenes", "detect.load_mct_cascade", "detect.save_mct_cascade",
     "filters.gaussian_taps_q8", "filters.gaussian_kernel", "motion.cell_bounds",
     "stream.encode_end", "stream.parse_header", "stream.synthetic_source", "video.iter_frames", "video.read_video",
-    "video.write_video", "video.fps_statistics", "video.run_motion", "volume.fft_error_bound", "volume.gabor_kernel3d",
+    "video.write_video", "video.video_fps", "video.fps_statistics", "video.run_motion", "volume.fft_error_bound",
+    "volume.gabor_kernel3d",
     # distributed takes no NumPy arrays: dask arrays (filter_image refuses NumPy), stores, files, specs, clusters
     "distributed.halo", "distributed.filter_image", "distributed.filter_store", "distributed.local_cluster",
     "distributed.worker_backend", "distributed.map_videos", "distributed.process_video", "distributed.motion",

@@ -676,8 +676,7 @@ def test_jax_whole_plan_scan_in_interpret_mode_gives_numpys_candidates(monkeypat
     det = MCTDetector(random_cascade(2, sizes=(3, 4, 5), spread=50, bias=20))
     expected = det.candidates(img, scale_factor=1.2)
     monkeypatch.setattr(JaxBackend, "runs_on_host", property(lambda self: False))
-    monkeypatch.setattr(_mct_pallas, "pallas_triton_usable", lambda: True)
-    monkeypatch.setattr(mct_detector, "pallas_triton_usable", lambda: True)
+    monkeypatch.setattr(JaxBackend, "pallas_usable", property(lambda self: True))
     monkeypatch.setattr(_mct_pallas, "pallas_segment", functools.partial(_mct_pallas.pallas_segment, interpret=True))
     assert 10 < len(expected)
     for head in (4096, len(expected), len(expected) - 1, 3):

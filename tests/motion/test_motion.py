@@ -392,7 +392,7 @@ def test_video_round_trip_and_statistics(tmp_path):
     back = portcv.video.read_video(path)
     assert back.shape == video.shape and back.dtype == np.uint8
     assert np.abs(back.astype(int) - video).mean() < 12  # lossy, but the same pictures
-    assert portcv.video._io.video_fps(path) == 12
+    assert portcv.video.video_fps(path) == 12
     assert len(list(portcv.video.iter_frames(path, frames=7))) == 7
     odd = tmp_path / "odd.mp4"  # odd sizes go through MPEG-4 (H.264 needs even ones)
     assert portcv.video.write_video(odd, video[:3, :47, :63]) == 3

@@ -242,7 +242,7 @@ def _video(source: Path, args: argparse.Namespace, b: Any, detector: Any, params
     import portcv
 
     from ..video import VideoWriter, iter_frames
-    from ..video._io import video_fps
+    from ..video import video_fps
     from ._common import print_table, progress_total, with_progress
 
     try:

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _validate
 from ..video import VideoError, VideoWriter, fps_statistics, iter_frames, run_motion
-from ..video._io import video_fps
+from ..video import video_fps
 from ._cluster import add_cluster_options, run_on_cluster, sources
 from ._common import (
     backend_names,

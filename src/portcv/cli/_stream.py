@@ -44,7 +44,7 @@ def _source(spec: str, size: tuple[int, int], frames: int | None, seed: int) -> 
         w, h = size
         return synthetic_source(h, w, frames=frames, seed=seed), 30.0
     from .. import video
-    from ..video._io import video_fps
+    from ..video import video_fps
 
     return video.iter_frames(spec, frames=frames), video_fps(spec)
 

@@ -9,7 +9,7 @@ command line.
 
 from __future__ import annotations
 
-from ._io import VideoError, VideoWriter, iter_frames, read_video, write_video
+from ._io import VideoError, VideoWriter, iter_frames, read_video, video_fps, write_video
 from ._run import fps_statistics, run_motion
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "iter_frames",
     "read_video",
     "write_video",
+    "video_fps",
     "fps_statistics",
     "run_motion",
 ]

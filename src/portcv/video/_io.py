@@ -112,15 +112,52 @@ def read_video(path: Any, *, frames: int | None = None) -> np.ndarray:
 MAX_FPS = 1e6
 
 
-def video_fps(path: Any, default: float = 30.0) -> float:
-    """The frame rate stored in a video file's metadata, or ``default``."""
+def video_fps(path: Any, *, default: float = 30.0) -> float:
+    """The frame rate stored in a video file's metadata, or ``default`` where it has none.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The video file.
+    default : float
+        Returned when the file's metadata has no usable rate (missing, zero or not finite); a
+        positive finite number.
+
+    Raises
+    ------
+    VideoError
+        ``path`` is not a file, or not a video file PyAV can open.
+
+    Returns
+    -------
+    float
+        Frames per second.
+
+    Examples
+    --------
+    >>> import tempfile, os, portcv
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "clip.mp4")
+    >>> portcv.video.write_video(path, portcv.data.moving_shapes(2, 48, 64), fps=12)
+    2
+    >>> portcv.video.video_fps(path)
+    12.0
+    >>> folder.cleanup()
+    """
+    default = _validate.real(default, "default", positive=True, high=MAX_FPS)
+    path = _video_path(path)
+    if not path.is_file():
+        raise VideoError(f"cannot read video {str(path)!r}: no such file")
     av = _av()
     try:
         with av.open(str(path)) as container:
-            rate = container.streams.video[0].guessed_rate
-        fps = float(rate) if rate else default
-    except Exception:  # noqa: BLE001 - metadata is optional
-        return default
+            streams = container.streams.video
+            rate = streams[0].guessed_rate if streams else None
+    except Exception as exc:  # noqa: BLE001 - PyAV's errors for what is not a video file
+        raise VideoError(f"cannot read video {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    if not streams:
+        raise VideoError(f"cannot read video {str(path)!r}: it has no video stream")
+    fps = float(rate) if rate else default
     return fps if math.isfinite(fps) and fps > 0 else default
 
 

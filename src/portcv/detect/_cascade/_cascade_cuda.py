@@ -251,7 +251,7 @@ def _integrals_cupy(packed: Any, *, tilted: bool) -> Any:
     cascades are rare)."""
     import cupy
 
-    from ...transform._integral import launch_integral
+    from ..._integral_launch import launch_integral
 
     if tilted or packed.ndim != 2 or packed.dtype != cupy.uint8:
         return NotImplemented

@@ -123,7 +123,7 @@ class ScanGeometry:
 
     def __init__(self, width: int, height: int, window: tuple[int, int], scale_factor: float,
                  min_size: tuple[int, int], max_size: tuple[int, int]) -> None:
-        from ...transform._pyramid import pyramid_plan
+        from ..._resize_plans import pyramid_plan
 
         self.width, self.height = width, height
         # OpenCV's scale list with minSize / maxSize: [(float32 factor, (level w, level h)), ...]

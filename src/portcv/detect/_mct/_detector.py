@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import sys
 import threading
 import warnings
 from typing import Any
@@ -14,7 +13,6 @@ import numpy as np
 
 from ... import _validate, backends
 from ...backends import backend, to_numpy
-from ...backends.jax import pallas_triton_usable
 from .._scan._group import CANDIDATE_LIMIT, GROUP_EPS, GROUP_READ, group_and_clip, unpack_boxes
 from .._scan._kernels import compact_kernel, group_kernel, pyramid_kernel, reciprocals
 from .._scan._parameters import ScanParameters, check_min_neighbors, check_scale_factor, check_size_pair, to_gray
@@ -131,8 +129,7 @@ def whole_plan_scan(b: Any) -> bool:
     """Whether backend ``b`` scans a frame in one compiled program: a compiled static-shape
     backend (JAX) on a GPU where the segment's Pallas kernel (``_mct_pallas.py``) runs, which costs
     nothing past the plan's count (so no host read of it)."""
-    # TODO(54): Backend property (Pallas runs on b's device)
-    return b.static_shapes and not b.runs_on_host and pallas_triton_usable()
+    return b.static_shapes and b.pallas_usable
 
 
 def whole_scan_frames(grays: Any, geometry: tuple, tables: tuple, group_arrays: tuple | None, *,
@@ -267,24 +264,10 @@ def _groups_on_device(b: Any) -> bool:
     return group_kernel.has_override(b) or whole_plan_scan(b)
 
 
-def _device_scope(b: Any, device: Any) -> Any:  # TODO(54): Backend property (a device scope)
-    """A context that makes ``device`` current for backend ``b``: ``cupy.cuda.Device`` when ``b``
-    holds CuPy arrays, ``jax.default_device`` when it holds JAX arrays (asked of the backend with
-    an empty probe array, not by its name); a host backend has device 0 only."""
-    if device is None:
-        return contextlib.nullcontext()
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and b.owns(cupy.empty(0)):
-        return cupy.cuda.Device(int(device))
-    jax = sys.modules.get("jax")
-    if jax is not None and b.owns(jax.numpy.zeros(0)):
-        devs = jax.devices()
-        if int(device) >= len(devs):
-            raise ValueError(f"devices: JAX has {len(devs)} device(s), got {device!r}")
-        return jax.default_device(devs[int(device)])
-    if int(device) != 0:
-        raise ValueError(f"devices: backend {b.name!r} has one device (0), got {device!r}")
-    return contextlib.nullcontext()
+def _device_scope(b: Any, device: Any) -> Any:
+    """A context that makes ``device`` current for backend ``b`` (``Backend.device_scope``: a
+    host backend has device 0 only)."""
+    return b.device_scope(device)
 
 
 class MCTDetector:
@@ -435,7 +418,7 @@ class MCTDetector:
         return found
 
     def _geometries(self, width: int, height: int, params: ScanParameters, groups: int) -> tuple[list, list]:
-        from ...transform._pyramid import pyramid_plan
+        from ..._resize_plans import pyramid_plan
 
         max_size, step = params.max_size_for(width, height), params.step
         key = (width, height, params.scale_factor, params.min_size, max_size, step, groups)

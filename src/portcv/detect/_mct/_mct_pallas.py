@@ -17,7 +17,7 @@ import functools
 from typing import Any
 
 from ...backends import backend
-from ...backends.jax import pallas_triton_usable, quiet_pallas_triton
+from ...backends.jax import quiet_pallas_triton
 from ._cascade_file import LUT_WIDTH
 from ._mct import segment_alive_kernel
 
@@ -29,7 +29,7 @@ SEGMENT_BLOCK, SEGMENT_WARPS, SEGMENT_UNROLL = 256, 8, 4
 def _segment_alive_jax(codes: Any, offsets: Any, plan: Any, count: Any, position_offsets: Any, lut: Any,
                        thresholds: Any, *, stages: tuple) -> Any:
     args = (codes, offsets, plan, count, position_offsets, lut, thresholds)
-    if not backend().runs_on_host and pallas_triton_usable() and int(plan.shape[0]) > 0:  # TODO(54): Backend property
+    if backend().pallas_usable and int(plan.shape[0]) > 0:
         with quiet_pallas_triton():
             return pallas_segment(int(plan.shape[0]), stages)(*args)
     return segment_alive_kernel.portable_for(backend())(*args, stages=stages)

@@ -141,7 +141,7 @@ def _mine(detector: Any, images: list, want: int, rng: np.random.Generator, wind
     window), drawn without replacement from a per-image quota; and how many passed in all."""
     import portcv
 
-    from ...transform._pyramid import pyramid_plan
+    from ..._resize_plans import pyramid_plan
 
     quota = max(1, -(-2 * want // max(len(images), 1)))
     picked: list[np.ndarray] = []

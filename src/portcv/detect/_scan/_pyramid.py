@@ -42,7 +42,7 @@ def _axis_entries(arith: str, axis: str, n_src: int, n_dst: int, inv_scale: floa
     Q8 form ``(sum wy wx g + 2**15) >> 16`` with weights ``(256, 0)``, ``(128, 128)`` and the
     table's own (``16384 (a + b + c + d) + 2**15 >> 16 == (a + b + c + d + 2) >> 2``).
     """
-    from ...transform._resize import axis_table
+    from ..._resize_plans import axis_table
 
     if arith == "copy":
         i = np.arange(n_dst, dtype=np.int32)
@@ -62,8 +62,8 @@ def packed_pyramid_maps(width: int, height: int, sizes: list[tuple[int, int]]) -
     height`` image: ``transform.pack_pyramid``'s default width and shelves (gap 1), each level's
     ``(x, y, w, h)``, and ``_kernels.pyramid_kernel``'s read-only ``(xmap, ymap, xtab, ytab)``.
     Shared by the cascade and MCT detectors."""
-    from ...transform._pyramid import pack_layout
-    from ...transform._resize import plan as resize_plan
+    from ..._resize_plans import pack_layout
+    from ..._resize_plans import plan as resize_plan
 
     wp = max((sizes[0][0] + 31 + 31) // 32 * 32, max(w for w, _ in sizes) + 1)
     corners, hp = pack_layout(sizes, wp, 1)

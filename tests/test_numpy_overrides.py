@@ -87,7 +87,7 @@ def test_big_frames_equal_the_portable_versions() -> None:
 def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MCT transform in two-row bands over a batch of planes, and the MCT stage sums in bands
     of 7 windows on two threads, give the portable bits."""
-    import portcv.detect._mct_detector as mct_detector
+    import portcv.detect._mct._mct as mct_detector
 
     rng = np.random.default_rng(5)
     for shape in ((3, 3), (9, 4), (2, 7, 6)):
@@ -108,7 +108,7 @@ def test_mct_segment_drops_only_windows_that_cannot_pass(monkeypatch: pytest.Mon
     smallest sum the stage's other positions can add (here checked every 3 positions, bands of 7
     slots on two threads): the portable flags for long and short stages, an empty stage,
     thresholds at int32's ends, and thresholds that keep a few windows to the last position."""
-    import portcv.detect._mct_detector as mct_detector
+    import portcv.detect._mct._mct as mct_detector
 
     monkeypatch.setattr(mct_detector, "STAGE_SUMS_BAND", 7)
     monkeypatch.setattr(mct_detector, "SEGMENT_CHECK_EVERY", 3)
@@ -209,7 +209,7 @@ def _face_cascade_detector(name: str = "haarcascade_frontalface_default.xml") ->
 
 
 def _component_labels() -> object:
-    from portcv.detect._cascade import component_labels_kernel
+    from portcv.detect._scan._kernels import component_labels_kernel
 
     near = _RNG.random((40, 40)) < 0.04
     return component_labels_kernel(near | near.T)
@@ -283,8 +283,8 @@ OVERRIDE_DRIVERS = {
 @pytest.fixture
 def small_host_blocks(monkeypatch: pytest.MonkeyPatch, two_row_bands: None) -> None:
     """Every NumPy override's bands and blocks shrunk, so small images take the banded paths."""
-    import portcv.detect._cascade as cascade
-    import portcv.detect._mct_detector as mct_detector
+    import portcv.detect._cascade._cascade as cascade
+    import portcv.detect._mct._mct as mct_detector
     import portcv.edges._edges as edges
     import portcv.transform._zoom as zoom
 

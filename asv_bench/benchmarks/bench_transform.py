@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 import portcv
-from portcv.transform._pyramid import pyramid_plan
+from portcv._resize_plans import pyramid_plan
 
 from ._common import (
     BACKENDS,

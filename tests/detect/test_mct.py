@@ -16,7 +16,7 @@ import portcv
 from portcv.detect import MCTCascade, MCTDetector, load_mct_cascade, mct, save_mct_cascade
 from portcv.detect._mct._detector import split_levels
 from portcv.detect._mct._mct import segment_alive_kernel, stage_sums_kernel
-from portcv.transform._pyramid import pyramid_plan
+from portcv._resize_plans import pyramid_plan
 
 from ..helpers import assert_same_bits, byte_flipped_files, images, matches_numpy
 from ..oracles import mct as oracle

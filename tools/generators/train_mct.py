@@ -32,7 +32,7 @@ import numpy as np
 import portcv
 from portcv import data
 from portcv.detect import save_mct_cascade, train_mct_cascade
-from portcv.detect._mct_train import augmented_faces
+from portcv.detect._mct._train import augmented_faces
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "..", "src", "portcv", "detect", "data", "mct_frontalface_24.npz")
 

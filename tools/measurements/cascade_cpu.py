@@ -48,7 +48,7 @@ def frame(size: str) -> np.ndarray:
 
 def cascade_file(name: str, tmpdir: str) -> str:
     """The cascade's path for cv2 (scikit-image's LBP copy with its tag typo fixed, as the tests do)."""
-    from portcv.detect._detector import resolve_cascade_path
+    from portcv.detect._cascade._detector import resolve_cascade_path
 
     path = resolve_cascade_path(CASCADES[name])
     if name != "lbp":

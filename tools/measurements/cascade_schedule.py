@@ -45,22 +45,10 @@ import numpy as np
 import portcv
 from portcv._timing import timed
 from portcv.detect import GROUP_EPS, CascadeDetector
-from portcv.detect._cascade import (
-    compact_kernel,
-    evaluate_kernel,
-    integrals_kernel,
-    plan_evaluate_kernel,
-    pyramid_kernel,
-)
-from portcv.detect._detector import (
-    CANDIDATE_LIMIT,
-    default_split,
-    candidates_to_rects,
-    cascade_arrays,
-    clip_rects,
-    scan_geometry,
-)
-from portcv.detect._group import group_rectangles_impl
+from portcv.detect._cascade._cascade import evaluate_kernel, integrals_kernel, plan_evaluate_kernel
+from portcv.detect._cascade._scan import candidates_to_rects, cascade_arrays, default_split, scan_geometry
+from portcv.detect._scan._group import CANDIDATE_LIMIT, clip_rects, group_rectangles_impl
+from portcv.detect._scan._kernels import compact_kernel, pyramid_kernel
 
 SIZES = {"640x480": (480, 640), "1280x960": (960, 1280), "1920x1080": (1080, 1920)}
 CASCADE = "haarcascade_frontalface_default.xml"
@@ -153,7 +141,7 @@ def breadth_first(scan: Scan, gray: Any, split: int | None) -> tuple[np.ndarray,
 
 def cpu_gpu_split(scan: Scan, gray: Any, gray_host: np.ndarray, split: int) -> tuple[np.ndarray, np.ndarray]:
     """(c) GPU: stages [0, split) + compaction; one copy of the plan; host: stages [split, S)."""
-    from portcv.detect._cascade import _evaluate_numpy
+    from portcv.detect._cascade._cascade import _evaluate_numpy
 
     (s, q, t), windows, row_end, arrays = scan.device(gray)
     status = evaluate_kernel(s, q, t, windows, *arrays, stage_begin=0, stage_end=split, check_variance=True,
@@ -193,7 +181,7 @@ def print_phases(size: str, scan: Scan, gray: Any, split: int, repeat: int = 20)
     """GPU time of each step of (b) (CUDA events between the launches, medians)."""
     import cupy
 
-    from portcv.detect._cascade import candidates_kernel
+    from portcv.detect._cascade._cascade import candidates_kernel
 
     b = portcv.backend()
     xmap, ymap, xtab, ytab, windows, row_end = scan.geo.on(b)
@@ -436,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def det_path(name: str) -> str:
-    from portcv.detect._detector import resolve_cascade_path
+    from portcv.detect._cascade._detector import resolve_cascade_path
 
     return resolve_cascade_path(name)
 

@@ -17,7 +17,7 @@ from ._nv12 import _yuv420_to_rgb_kernel
 _LAYOUT_CODES = {"nv12": 0, "i420": 1}
 
 
-@_yuv420_to_rgb_kernel.override("cupy", supports="every input (uint8 NV12/NV21/I420/YV12 frames and batches)")
+@_yuv420_to_rgb_kernel.override("cupy", supports="every input (one thread per 2 x 2 block)")
 def _yuv420_to_rgb_cupy(yuv: Any, *, layout: str, chroma_order: str, channel_order: str) -> Any:
     import cupy
 

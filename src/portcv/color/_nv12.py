@@ -1,6 +1,7 @@
 """YUV 4:2:0 (NV12, NV21, I420, YV12) to RGB/BGR in OpenCV's fixed point: the portable kernel.
 
-``_nv12_cuda.py`` holds the CuPy override (``_nv12_cuda.cu``); the package imports it.
+``_nv12_cuda.py`` holds the CuPy override (``_nv12_cuda.cu``); the package imports it. The NumPy
+override below is the same arithmetic in bands of rows.
 
 The arithmetic is OpenCV's ``cvtColor`` for ``COLOR_YUV2RGB_NV12`` and its siblings
 (``modules/imgproc/src/color_yuv.simd.hpp``): BT.601 limited range in Q20,
@@ -70,6 +71,50 @@ def _yuv420_to_rgb_kernel(xp: Any, yuv: Any, *, layout: str, chroma_order: str, 
     channels = (r, g, b) if channel_order == "rgb" else (b, g, r)
     out = xp.astype(xp.stack(channels, axis=-1), xp.uint8)
     return xp.reshape(out, lead + (h, w, 3))
+
+
+@_yuv420_to_rgb_kernel.override("numpy", supports="every input (bands of block rows on the host's threads)")
+def _yuv420_to_rgb_numpy(yuv: Any, *, layout: str, chroma_order: str, channel_order: str) -> Any:
+    import numpy as np
+
+    from ..backends.numpy import row_bands, run_bands
+
+    rows, w = yuv.shape[-2], yuv.shape[-1]
+    h = rows * 2 // 3
+    frames = np.ascontiguousarray(yuv).reshape(-1, rows, w)
+    out = np.empty((frames.shape[0], h, w, 3), np.uint8)
+    # The portable version's broadcast of a block's terms over (..., 2, W/2, 2) runs NumPy's inner
+    # loops two elements at a time; here the terms are repeated along the row first (inner loops
+    # of W), and bands of block rows keep the int32 temporaries in the core's cache.
+    order = (0, 1, 2) if channel_order == "rgb" else (2, 1, 0)
+
+    def convert(band: tuple[int, int, int]) -> None:
+        f, j0, j1 = band
+        frame = frames[f]
+        if layout == "nv12":
+            pairs = frame[h + j0: h + j1].reshape(j1 - j0, w // 2, 2)
+            first, second = pairs[..., 0], pairs[..., 1]
+        else:
+            chroma = frame[h:].reshape(2, h // 2, w // 2)
+            first, second = chroma[0, j0:j1], chroma[1, j0:j1]
+        u, v = (first, second) if chroma_order == "uv" else (second, first)
+        uu = np.repeat(u.astype(np.int32) - 128, 2, axis=-1)[:, None]  # (band, 1, W)
+        vv = np.repeat(v.astype(np.int32) - 128, 2, axis=-1)[:, None]
+        y = frame[2 * j0: 2 * j1].reshape(j1 - j0, 2, w).astype(np.int32)
+        y -= 16
+        np.maximum(y, 0, out=y)
+        y *= CY
+        dst = out[f, 2 * j0: 2 * j1].reshape(j1 - j0, 2, w, 3)
+        t = np.empty_like(y)
+        terms = (ROUND + CVR * vv, ROUND + CVG * vv + CUG * uu, ROUND + CUB * uu)
+        for channel, term in zip(order, terms):
+            np.add(y, term, out=t)
+            t >>= SHIFT
+            np.clip(t, 0, 255, out=t)
+            dst[..., channel] = t
+
+    run_bands(convert, row_bands(h // 2, 2 * w, planes=frames.shape[0], target=1 << 16))
+    return out.reshape(tuple(yuv.shape[:-2]) + (h, w, 3))
 
 
 def _frames(yuv: Any, name: str) -> Any:

@@ -36,7 +36,8 @@ def _chroma(frame: np.ndarray, layout: str, chroma_order: str) -> tuple[np.ndarr
     return u, v
 
 
-def yuv420_to_rgb(frame: np.ndarray, *, layout: str, chroma_order: str = "uv", channel_order: str = "rgb") -> np.ndarray:
+def yuv420_to_rgb(frame: np.ndarray, *, layout: str, chroma_order: str = "uv",
+                  channel_order: str = "rgb") -> np.ndarray:
     """One ``(3H/2, W)`` frame to ``(H, W, 3)``, pixel by pixel."""
     rows, w = frame.shape
     h = rows * 2 // 3

@@ -54,6 +54,8 @@ FIRST_INPUTS = {
     "frame": ("a frame against a reference (a codec's, a stream's)", {"codec", "stream"}),
     "reference": ("the reference frame a delta applies to", {"codec"}),
     "hist": ("a histogram", {"color"}),
+    "nv12": ("a decoder's NV12 frame: luma rows, then interleaved chroma rows", {"color"}),
+    "yuv": ("an I420 (yuv420p) frame: luma rows, then the chroma planes", {"color"}),
     "rects": ("rectangles", {"detect"}),
     "detector": ("a detector run over frames", {"detect"}),
     "cascade": ("a cascade to save", {"detect"}),

@@ -32,6 +32,7 @@ H, W = 24, 32
 RGB = portcv.data.synthetic_rgb(H, W, seed=1)
 GRAY = np.ascontiguousarray(RGB[..., 1])
 GRAY2 = np.roll(GRAY, 3, axis=1)
+NV12 = np.concatenate([GRAY, RGB[::2, :, 2]])  # a YUV 4:2:0 frame: H luma rows, H/2 chroma rows
 VIDEO = np.ascontiguousarray(portcv.data.moving_shapes(4, H, W, seed=2)[..., 0])
 EDGES = np.where(GRAY > 128, 255, 0).astype(np.uint8)
 EDGES2 = np.roll(EDGES, 2, axis=0)
@@ -99,6 +100,10 @@ def cases(files: dict) -> dict[str, Case]:
     c["color.gray_to_rgb"] = Case(P.color.gray_to_rgb, {"image": GRAY}, batch=("image",))
     c["color.rgb_to_bgr"] = Case(P.color.rgb_to_bgr, {"image": RGB}, batch=("image",))
     c["color.bgr_to_rgb"] = Case(P.color.bgr_to_rgb, {"image": RGB}, batch=("image",))
+    for name in ("nv12_to_rgb", "nv12_to_bgr"):
+        c[f"color.{name}"] = Case(getattr(P.color, name), {"nv12": NV12, "chroma_order": "uv"}, batch=("nv12",))
+    for name in ("i420_to_rgb", "i420_to_bgr"):
+        c[f"color.{name}"] = Case(getattr(P.color, name), {"yuv": NV12, "chroma_order": "uv"}, batch=("yuv",))
     c["color.histogram"] = Case(P.color.histogram, {"image": GRAY, "bins": 64}, batch=("image",))
     c["color.threshold_two_peaks"] = Case(P.color.threshold_two_peaks, {"hist": HIST, "rule": "two_largest"},
                                           batch=("hist",))

@@ -107,6 +107,15 @@ def as_gray(call: Callable, colour: np.ndarray) -> None:
     _equal(call(colour), call(portcv.color.rgb_to_gray(colour)))
 
 
+def _yuv420(to_rgb: Callable, to_bgr: Callable) -> None:
+    """A YUV 4:2:0 frame (luma rows, then chroma) in, colour out: the BGR result is the RGB one
+    reversed, and neutral chroma (U = V = 128) gives gray pixels (R = G = B)."""
+    yuv = np.concatenate([GRAY, np.full((GRAY.shape[0] // 2, GRAY.shape[1]), 128, np.uint8)])
+    rgb = portcv.to_numpy(to_rgb(yuv))
+    assert_same_bits(rgb[..., ::-1], to_bgr(yuv))
+    assert rgb.shape == GRAY.shape + (3,) and (rgb == rgb[..., :1]).all()
+
+
 def _round_trip_codec() -> None:
     later = RGB ^ np.uint8(16)
     count, diffs, positions, _ = portcv.codec.delta_encode(later, RGB, threshold=0)
@@ -258,6 +267,11 @@ CHECKS: dict[str, Callable[..., None]] = {
     "color.threshold_otsu": lambda: per_channel(portcv.color.threshold_otsu, pick=lambda out, c: out[c]),
     "color.binarize": lambda: per_channel(lambda x: portcv.color.binarize(x, 100)),
     "color.binarize_auto": lambda: as_gray(portcv.color.binarize_auto, RGB),  # the report's first step: gray
+    # YUV 4:2:0 frames (decoder output) to colour
+    "color.nv12_to_rgb": lambda: _yuv420(portcv.color.nv12_to_rgb, portcv.color.nv12_to_bgr),
+    "color.nv12_to_bgr": lambda: _yuv420(portcv.color.nv12_to_rgb, portcv.color.nv12_to_bgr),
+    "color.i420_to_rgb": lambda: _yuv420(portcv.color.i420_to_rgb, portcv.color.i420_to_bgr),
+    "color.i420_to_bgr": lambda: _yuv420(portcv.color.i420_to_rgb, portcv.color.i420_to_bgr),
     # depth
     "depth.dcbf": _dcbf,
     "depth.propagate": lambda: refused(lambda x: portcv.depth.propagate(x, *GEOMETRY), RGB.astype(np.uint16),

@@ -14,12 +14,19 @@ portcv.color section-8 pipeline: histogram, binarize, binarize_auto, rgb_to_bgr,
 pipeline (histogram, threshold, binarize; no host round trip) against OpenCV's
 ``threshold(THRESH_OTSU)`` for ``method="otsu"``. ``track_*_bandwidth`` is input + output bytes
 over the median call time (DESIGN.md section 7).
+
+portcv.color decoder output to colour: ``NV12ToRGB`` times ``nv12_to_rgb``, ``nv12_to_bgr``,
+``i420_to_rgb`` and ``i420_to_bgr`` on 1080p and 4K frames (the sizes video decoders hand out),
+with ``cv2.cvtColor`` (``COLOR_YUV2RGB_NV12`` and siblings) as the host peer;
+``track_nv12_to_rgb_bandwidth`` is 1.5 bytes read + 3 written per pixel over the median call time.
 """
 
 from __future__ import annotations
 
 import functools
 from typing import Callable
+
+import numpy as np
 
 import portcv
 
@@ -29,6 +36,7 @@ from ._common import (
     SIZE_NAMES,
     Benchmark,
     Operation,
+    _shared,
     gray_image,
     not_supported,
     peer_module,
@@ -229,3 +237,57 @@ class RgbToBgr(Benchmark):
 
     def time_rgb_to_bgr(self, backend, size):
         self.op()
+
+
+# ---- color_yuv420 ------------------------------------------------------------
+
+#: Decoder frame sizes: 1080p and 4K.
+VIDEO_SIZES = ["1920x1080", "3840x2160"]
+#: Conversion -> (layout of its input, OpenCV's code).
+YUV420_CONVERSIONS = {
+    "nv12_to_rgb": ("nv12", "COLOR_YUV2RGB_NV12"),
+    "nv12_to_bgr": ("nv12", "COLOR_YUV2BGR_NV12"),
+    "i420_to_rgb": ("i420", "COLOR_YUV2RGB_I420"),
+    "i420_to_bgr": ("i420", "COLOR_YUV2BGR_I420"),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def yuv420_frame(size: str, layout: str) -> np.ndarray:
+    """A ``(3H/2, W)`` frame of :func:`rgb_image`'s photograph-like content: its gray as luma and
+    its blue and red channels, subsampled 2 x 2, as U and V (NV12 pairs or I420 planes)."""
+    rgb = rgb_image(size)
+    h, w = rgb.shape[:2]
+    u, v = rgb[::2, ::2, 2], rgb[::2, ::2, 0]
+    if layout == "nv12":
+        chroma = np.stack([u, v], axis=-1).reshape(h // 2, w)
+    else:
+        chroma = np.concatenate([u.reshape(-1), v.reshape(-1)]).reshape(h // 2, w)
+    return _shared(np.concatenate([gray_image(size), chroma]))
+
+
+def yuv420_fn(backend: str, conversion: str) -> Callable:
+    if backend == OPENCV:
+        cv2 = peer_module(OPENCV)
+        code = getattr(cv2, YUV420_CONVERSIONS[conversion][1])
+        return lambda yuv: cv2.cvtColor(yuv, code)
+    return getattr(portcv.color, conversion)
+
+
+class NV12ToRGB(Benchmark):
+    """``nv12_to_rgb(nv12)`` and its BGR and I420 siblings over backend x frame size x conversion."""
+
+    params = [BACKENDS + [OPENCV], VIDEO_SIZES, list(YUV420_CONVERSIONS)]
+    param_names = ["backend", "size", "conversion"]
+
+    def setup(self, backend, size, conversion):
+        frame = yuv420_frame(size, YUV420_CONVERSIONS[conversion][0])
+        self.op = Operation(backend, yuv420_fn(backend, conversion), frame)
+
+    def time_nv12_to_rgb(self, backend, size, conversion):
+        self.op()
+
+    def track_nv12_to_rgb_bandwidth(self, backend, size, conversion):
+        return self.op.bandwidth_gbs()
+
+    track_nv12_to_rgb_bandwidth.unit = "GB/s"

@@ -6,8 +6,9 @@ from __future__ import annotations
 from ._channels import bgr_to_rgb, gray_to_rgb, rgb_to_bgr
 from ._gray import rgb_to_gray
 from ._histogram import histogram
+from ._nv12 import i420_to_bgr, i420_to_rgb, nv12_to_bgr, nv12_to_rgb
 from ._threshold import binarize, binarize_auto, threshold_otsu, threshold_two_peaks
-from . import _gray_cuda, _histogram_cuda, _histogram_pallas  # noqa: F401  (register the CuPy and JAX overrides)
+from . import _gray_cuda, _histogram_cuda, _histogram_pallas, _nv12_cuda  # noqa: F401  (register the CuPy and JAX overrides)
 
 __all__ = [
     "rgb_to_gray",
@@ -19,4 +20,8 @@ __all__ = [
     "threshold_otsu",
     "binarize",
     "binarize_auto",
+    "nv12_to_rgb",
+    "nv12_to_bgr",
+    "i420_to_rgb",
+    "i420_to_bgr",
 ]

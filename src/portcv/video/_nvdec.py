@@ -135,8 +135,8 @@ def _nv12_to_rgb() -> Any:
     from .. import color
 
     convert = getattr(color, "nv12_to_rgb", None)
-    if convert is None:
-        raise NotImplementedError(
+    if convert is None:  # the NV12 -> RGB kernel ships separately from the decoder
+        raise NvdecUnavailable(
             "colour GPU decode needs portcv.color.nv12_to_rgb, which this portcv lacks; "
             "read gray frames (gray=True: the Y plane) or decode on the CPU (device='cpu')")
     return convert

@@ -303,17 +303,22 @@ def test_missing_extra(clip, monkeypatch, backend):
             read_video(clip, gray=True, device="gpu")
 
 
-def test_an_installed_pynvvideocodec_without_the_driver(clip, monkeypatch, tmp_path, backend):
-    """The wheel is there but libnvcuvid is not (a machine without an NVIDIA driver)."""
+@pytest.mark.parametrize("failure", [
+    # PyNvVideoCodec 2.2's own import checks the driver and raises this, troubleshooting steps appended
+    "RuntimeError('libnvidia-encode.so.1: cannot open shared object file: No such file or directory'"
+    " '\\n\\n=== TROUBLESHOOTING STEPS ===\\n...')",
+    "ImportError('libnvcuvid.so.1: cannot open shared object file: No such file or directory')",
+])
+def test_an_installed_pynvvideocodec_without_the_driver(clip, monkeypatch, tmp_path, backend, failure):
+    """The wheel is there but the driver's libraries are not (a machine without an NVIDIA driver)."""
     package = tmp_path / "site" / "PyNvVideoCodec"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text(
-        "raise ImportError('libnvcuvid.so.1: cannot open shared object file: No such file or directory')\n")
+    (package / "__init__.py").write_text(f"raise {failure}\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.delitem(sys.modules, "PyNvVideoCodec", raising=False)
     monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
     with portcv.using(backend):
-        with pytest.raises(VideoError, match=rf"{clip.name}.* no usable NVDEC .*libnvcuvid.*device='cpu'"):
+        with pytest.raises(VideoError, match=rf"{clip.name}.* no usable NVDEC .*libnv.*directory\); use device='cpu'$"):
             read_video(clip, gray=True, device="gpu")
         reader = VideoReader(clip, gray=True)  # auto: installed, so the GPU is tried, then the CPU runs
         assert reader.decoder == "gpu"

@@ -56,15 +56,17 @@ def load(path: Path) -> Any:
         if exc.name != MODULE:
             raise _no_nvdec(path, exc) from None
         raise VideoError(f"GPU decode (device='gpu') needs PyNvVideoCodec: {INSTALL_HINT}") from None
-    except (ImportError, OSError) as exc:  # installed, but libnvcuvid / libcuda cannot be loaded
+    except Exception as exc:  # installed, but the driver's libraries cannot be loaded: its import
+        # checks the driver (libnvidia-encode, libnvcuvid) and raises a RuntimeError, or an ImportError
         raise _no_nvdec(path, exc) from None
     return nvc
 
 
 def _no_nvdec(path: Path, exc: BaseException) -> NvdecUnavailable:
+    first_line = (str(exc).strip().splitlines() or [""])[0]  # PyNvVideoCodec appends troubleshooting text
     return NvdecUnavailable(
         f"cannot decode video {str(path)!r} on the GPU: this machine has no usable NVDEC "
-        f"(PyNvVideoCodec: {type(exc).__name__}: {exc}); use device='cpu'")
+        f"(PyNvVideoCodec: {type(exc).__name__}: {first_line}); use device='cpu'")
 
 
 def _unsupported(path: Path, codec: Any, exc: BaseException) -> NvdecUnavailable:

@@ -121,11 +121,15 @@ class StubDemuxer:
 
 
 class StubDecoder:
-    """One frame of latency (as with B-frames), every frame written into one reused buffer."""
+    """One frame of latency (as with B-frames), every frame written into one reused buffer: host
+    memory for host backends, CuPy memory for GPU backends (DLPack does not cross devices)."""
 
     def __init__(self, stub, codec):
         self.stub, self.held, self.buffer = stub, None, None
         self.codec = codec
+        self.xp = np
+        if not portcv.backends.get(stub.backend).runs_on_host:
+            self.xp = pytest.importorskip("cupy")
 
     def Decode(self, packet):
         self.stub.decode_calls += 1
@@ -133,16 +137,16 @@ class StubDecoder:
         ready, self.held = self.held, packet
         if ready is None:
             return []
-        nv12 = demuxer.frames[ready]
+        nv12 = self.xp.asarray(demuxer.frames[ready])
         if self.buffer is None:
-            self.buffer = np.empty_like(nv12)
+            self.buffer = self.xp.empty_like(nv12)
         self.buffer[...] = nv12
         return [StubFrame(self.buffer)]
 
 
-def make_stub(*, unsupported=(), no_gpu=False, codec="H264"):
+def make_stub(*, unsupported=(), no_gpu=False, codec="H264", backend="numpy"):
     stub = types.ModuleType("PyNvVideoCodec")
-    stub.decode_calls = 0
+    stub.decode_calls, stub.backend = 0, backend
     stub.PyNvVCExceptionUnsupported = PyNvVCExceptionUnsupported
     stub.PyNvVCExceptionCuda = PyNvVCExceptionCuda
 
@@ -165,7 +169,7 @@ def make_stub(*, unsupported=(), no_gpu=False, codec="H264"):
 @pytest.fixture
 def gpu(monkeypatch, backend):
     """The stub installed and ``backend`` taken for a GPU backend: yields the stub."""
-    stub = make_stub()
+    stub = make_stub(backend=backend)
     monkeypatch.setitem(sys.modules, "PyNvVideoCodec", stub)
     monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
     with portcv.using(backend):
@@ -259,11 +263,12 @@ def test_gpu_colour_is_nv12_to_rgb_of_the_decoded_planes(clip, planes, gpu):
 
 
 def test_auto_picks_the_gpu_only_on_a_gpu_backend_with_the_extra(clip, monkeypatch, backend):
-    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", make_stub())
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", make_stub(backend=backend))
+    on_gpu = not portcv.backends.get(backend).runs_on_host
     with portcv.using(backend):
-        reader = VideoReader(clip, gray=True)  # the backends under test keep arrays on the host
-        assert reader.device == "auto" and reader.decoder == "cpu"
-        assert isinstance(next(reader), np.ndarray)
+        reader = VideoReader(clip, gray=True)
+        assert reader.device == "auto" and reader.decoder == ("gpu" if on_gpu else "cpu")
+        assert portcv.backends.get(backend if on_gpu else "numpy").owns(next(reader))
         monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
         assert VideoReader(clip, gray=True).decoder == "gpu"
         monkeypatch.setitem(sys.modules, "PyNvVideoCodec", None)  # the extra is not installed

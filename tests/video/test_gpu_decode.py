@@ -436,6 +436,20 @@ def test_nvdec_y_planes_equal_pyav_for_every_frame(real_clip):
 
 
 @nvdec
+def test_nvdec_into_jax_on_a_gpu(real_clip):
+    """JAX gets NVDEC's frames through DLPack too, where its backend keeps arrays on a GPU."""
+    jax_backend = portcv.backends.get("jax")
+    if not jax_backend.is_available() or jax_backend.runs_on_host:
+        pytest.skip("JAX here runs on the host: NVDEC into JAX needs JAX on a GPU")
+    cpu = read_video(real_clip, stop=8, gray=True, device="cpu")
+    with portcv.using("jax"):
+        reader = VideoReader(real_clip, stop=8, gray=True, device="gpu")
+        frames = list(reader)
+        assert reader.decoder == "gpu" and all(jax_backend.owns(f) for f in frames)
+    np.testing.assert_array_equal(np.stack(host(frames)), cpu)
+
+
+@nvdec
 def test_nvdec_start_stop_seek_equal_the_cpu(real_clip):
     cpu = read_video(real_clip, gray=True, device="cpu")
     last = len(cpu) - 1

@@ -5,7 +5,8 @@ backend), never by ``import portcv``. Its demuxer feeds its decoder packet by pa
 frame is an NV12 surface (``H * 3 / 2`` rows of ``W`` bytes: the Y plane, then the interleaved
 U/V plane) that DLPack hands to the active backend without a copy.
 
-A decoder reuses its surfaces: a frame's memory is rewritten by a later ``Decode`` call. So every
+A decoder reuses its surfaces: a frame's memory may be rewritten by a later ``Decode`` call
+(PyNvVideoCodec keeps a frame only through its separate locked-frame calls). So every
 frame handed to the caller is owned: gray frames are one device copy of the Y plane, colour
 frames the new array :func:`portcv.color.nv12_to_rgb` returns; both are finished before the next
 packet is decoded (:func:`_settle`), so the decoder never overwrites a frame still being read.
@@ -120,6 +121,8 @@ def frames(path: Path, start: int, gray: bool, backend: Any) -> Iterator[Any]:
         raise
     except Exception as exc:  # the demuxer's errors mid-file: truncated, corrupt
         raise VideoError(f"cannot read video {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    finally:
+        _settle(pending)  # the last copies read surfaces the decoder frees with itself
     if index == 0:
         raise VideoError(f"cannot read video {str(path)!r}: it holds no video frames")
     if index <= start:

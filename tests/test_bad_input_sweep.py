@@ -300,6 +300,12 @@ def cases(files: dict) -> dict[str, Case]:
                                       accept={("frames", "huge"): "at most that many: the whole clip"})
         c["video.read_video"] = Case(P.video.read_video, {"path": clip, "frames": 3},
                                      accept={("frames", "huge"): "at most that many: the whole clip"})
+        c["video.VideoReader"] = Case(
+            lambda path, start, stop, gray, device: list(P.video.VideoReader(path, start=start, stop=stop, gray=gray,
+                                                                             device=device)),
+            {"path": clip, "start": 1, "stop": 4, "gray": True, "device": "cpu"}, optional=("stop",),
+            accept={("start", "zero"): "frame 0, the first", ("stop", "huge"): "to the end of the clip"},
+            names={"start": ("stop",)})  # a start past stop is refused as stop's lower bound
         c["video.write_video"] = Case(lambda path, frames, fps: P.video.write_video(path, frames, fps=fps),
                                       {"path": files["folder"] / "out.mp4", "frames": [RGB, RGB], "fps": 10.0},
                                       skip=("path",))

@@ -1,4 +1,4 @@
-"""portcv.video: video files in and out (imageio's PyAV plugin) and the real-time motion loop.
+"""portcv.video: video files in and out (PyAV) and the real-time motion loop.
 
 The clips are :func:`portcv.data.moving_shapes` videos (moving shapes over sensor noise, the
 source of ``portcv motion synthetic``), written once per ``asv run`` by this module's
@@ -10,8 +10,8 @@ per size (fewer at 1080p: generating the shapes takes about 0.4 s per 1080p fram
 - :class:`VideoWriterFrame`: one ``VideoWriter.write`` call on an open writer (the encoder's
   per-frame cost as ``portcv stream view --out`` pays it; H.264 buffers a few frames).
 - :class:`ReadVideo`: ``read_video``, ``iter_frames`` (frames consumed one at a time, none kept),
-  ``video_fps`` (the container's metadata); ``track_frames_per_second`` decodes with
-  ``iter_frames``.
+  ``video_fps`` (the container's metadata), ``VideoReader`` (a seek to the middle, then gray
+  frames to the end; CPU decode); ``track_frames_per_second`` decodes with ``iter_frames``.
 - :class:`RunMotion`: ``run_motion`` over the decoded clip per backend x size (the Rice paper's
   section V-E loop, warm-up included, as ``portcv motion`` calls it);
   ``track_pairs_per_second`` is the throughput of its timed pairs (``fps_statistics``).
@@ -156,6 +156,13 @@ class ReadVideo(_VideoBenchmark):
 
     def time_video_fps(self, size):
         video._io.video_fps(self.path)
+
+    def time_reader_seek_gray(self, size):
+        # VideoReader: a keyframe seek to the clip's middle, then its Y planes to the end.
+        with video.VideoReader(self.path, gray=True, device="cpu") as reader:
+            reader.seek(self.frames // 2)
+            for _ in reader:
+                pass
 
     def track_frames_per_second(self, size):
         times = []

@@ -1,4 +1,4 @@
-"""Reading and writing video files through PyAV (FFmpeg).
+"""Video files through PyAV (FFmpeg): the writer, the frame rate, the errors (``_reader.py`` reads).
 
 PyAV directly, not imageio's PyAV plugin: that plugin runs a full ``gc.collect()`` each time a
 file is closed, seconds a file in a process holding many objects (a JAX worker, say). A file
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -29,83 +29,10 @@ def _av() -> Any:
     return av
 
 
-def iter_frames(path: Any, *, frames: int | None = None) -> Iterator[np.ndarray]:
-    """Decode a video file frame by frame: ``(H, W, 3)`` uint8 RGB NumPy arrays.
-
-    Parameters
-    ----------
-    path : str or Path
-        Any container and codec FFmpeg (through PyAV) decodes.
-    frames : int, optional
-        Stop after this many frames (at least 1).
-
-    Raises
-    ------
-    VideoError
-        The file is missing or cannot be decoded (a ``ValueError``).
-
-    Examples
-    --------
-    >>> import tempfile, os, portcv
-    >>> folder = tempfile.TemporaryDirectory()
-    >>> path = os.path.join(folder.name, "clip.mp4")
-    >>> portcv.video.write_video(path, portcv.data.moving_shapes(3, 48, 64))
-    3
-    >>> [f.shape for f in portcv.video.iter_frames(path, frames=2)]
-    [(48, 64, 3), (48, 64, 3)]
-    >>> folder.cleanup()
-    """
-    if frames is not None:
-        frames = _validate.integer(frames, "frames", low=1)
-    path = _video_path(path)
-    if not path.is_file():
-        raise VideoError(f"cannot read video {str(path)!r}: no such file")
-    return _decode(path, frames)  # the checks above run now, not at the first next()
-
-
 def _video_path(path: Any) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
     return Path(path)
-
-
-def _decode(path: Path, frames: int | None) -> Iterator[np.ndarray]:
-    av = _av()
-    count = 0
-    try:
-        with av.open(str(path)) as container:
-            if not container.streams.video:
-                raise VideoError(f"cannot read video {str(path)!r}: it has no video stream")
-            stream = container.streams.video[0]
-            stream.thread_type = "AUTO"
-            for frame in container.decode(stream):
-                yield frame.to_ndarray(format="rgb24")
-                count += 1
-                if frames is not None and count >= frames:
-                    return
-    except (GeneratorExit, VideoError):
-        raise
-    except Exception as exc:  # FFmpeg's errors: not a video, truncated, unknown codec
-        raise VideoError(f"cannot read video {str(path)!r}: {type(exc).__name__}: {exc}") from None
-    if count == 0:
-        raise VideoError(f"cannot read video {str(path)!r}: it holds no video frames")
-
-
-def read_video(path: Any, *, frames: int | None = None) -> np.ndarray:
-    """Decode a whole video file (or its first ``frames`` frames): ``(T, H, W, 3)`` uint8 RGB.
-
-    Examples
-    --------
-    >>> import tempfile, os, portcv
-    >>> folder = tempfile.TemporaryDirectory()
-    >>> path = os.path.join(folder.name, "clip.mp4")
-    >>> portcv.video.write_video(path, portcv.data.moving_shapes(4, 48, 64))
-    4
-    >>> portcv.video.read_video(path).shape
-    (4, 48, 64, 3)
-    >>> folder.cleanup()
-    """
-    return np.stack(list(iter_frames(path, frames=frames)))
 
 
 #: The largest frame rate a file is written with (frames per second).

@@ -1,0 +1,491 @@
+"""portcv.video's decoder choice: ``device="cpu" | "gpu" | "auto"``, frame indices, ownership, errors.
+
+CPU CI has no NVDEC, so most of these run the GPU path against a stub of PyNvVideoCodec put
+into ``sys.modules``: its demuxer and decoder hand out NV12 frames made from PyAV's own decode
+of a clip written here (so the GPU path's frames, order, start/stop and seeking are checked
+against the CPU path's), through DLPack, into the numpy and jax backends (made to pass for GPU
+backends). Its decoder writes every frame into one buffer it reuses, as a real decoder reuses
+its surfaces: a frame the caller holds must not change. The tests at the end run NVDEC itself,
+where PyNvVideoCodec, a GPU and CuPy exist (skipped with the reason elsewhere).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import types
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import portcv
+from portcv.video import VideoError, VideoReader, iter_frames, read_video
+from portcv.video import _nvdec
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("av") is None,
+                                reason="video files need PyAV (pip install 'portcv[io]')")
+
+
+# ------------------------------------------------------------------------------------------
+# Clips and the planes PyAV decodes from them
+# ------------------------------------------------------------------------------------------
+def write_clip(path, frames, *, codec="libx264", options=None):
+    """Encode RGB ``frames`` with PyAV (``options``: the encoder's, e.g. its GOP), yuv420p."""
+    import av
+
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream(codec, rate=Fraction(25))
+        stream.width, stream.height = frames.shape[2], frames.shape[1]
+        stream.pix_fmt = "yuv420p"
+        stream.options = dict(options or {})
+        for k, frame in enumerate(frames):
+            picture = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
+            picture.pts = k
+            for packet in stream.encode(picture):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return path
+
+
+def pyav_nv12(path):
+    """Every frame of ``path`` as PyAV decodes it, laid out as NV12 ``(H * 3 / 2, W)`` uint8."""
+    import av
+
+    out = []
+    with av.open(str(path)) as container:
+        for frame in container.decode(video=0):
+            y, u, v = (_plane(frame.planes[i]) for i in range(3))
+            uv = np.empty((u.shape[0], 2 * u.shape[1]), np.uint8)
+            uv[:, 0::2], uv[:, 1::2] = u, v
+            out.append(np.concatenate([y, uv[:, : y.shape[1]]]))
+    return out
+
+
+def _plane(plane):
+    rows = np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)
+    return rows[:, : plane.width].copy()
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    """An H.264 clip of 23 frames with B-frames and a keyframe every 8 (seeks land mid-GOP)."""
+    frames = portcv.data.moving_shapes(23, 48, 64, seed=5)
+    return write_clip(tmp_path_factory.mktemp("gpu") / "clip.mp4", frames, options={"g": "8", "bf": "2"})
+
+
+@pytest.fixture(scope="module")
+def planes(clip):
+    return pyav_nv12(clip)
+
+
+# ------------------------------------------------------------------------------------------
+# The stub of PyNvVideoCodec
+# ------------------------------------------------------------------------------------------
+class PyNvVCExceptionUnsupported(Exception):
+    pass
+
+
+class PyNvVCExceptionCuda(Exception):
+    pass
+
+
+class StubFrame:
+    """A decoded surface: NV12 in the decoder's one buffer, exported through DLPack."""
+
+    format = "Pixel_Format.NV12"
+
+    def __init__(self, buffer):
+        self._buffer = buffer
+
+    def __dlpack__(self, **kwargs):
+        return self._buffer.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._buffer.__dlpack_device__()
+
+
+class StubDemuxer:
+    def __init__(self, filename, codec):
+        self.frames = pyav_nv12(filename)
+        self.codec = codec
+
+    def GetNvCodecId(self):
+        return f"cudaVideoCodec.{self.codec}"
+
+    def __iter__(self):
+        yield from range(len(self.frames))
+        yield None  # the end of the stream: flushes the decoder
+
+
+class StubDecoder:
+    """One frame of latency (as with B-frames), every frame written into one reused buffer: host
+    memory for host backends, CuPy memory for GPU backends (DLPack does not cross devices)."""
+
+    def __init__(self, stub, codec):
+        self.stub, self.held, self.buffer = stub, None, None
+        self.codec = codec
+        self.xp = np
+        if not portcv.backends.get(stub.backend).runs_on_host:
+            self.xp = pytest.importorskip("cupy")
+
+    def Decode(self, packet):
+        self.stub.decode_calls += 1
+        demuxer = self.stub.demuxer
+        ready, self.held = self.held, packet
+        if ready is None:
+            return []
+        nv12 = self.xp.asarray(demuxer.frames[ready])
+        if self.buffer is None:
+            self.buffer = self.xp.empty_like(nv12)
+        self.buffer[...] = nv12
+        return [StubFrame(self.buffer)]
+
+
+def make_stub(*, unsupported=(), no_gpu=False, codec="H264", backend="numpy"):
+    stub = types.ModuleType("PyNvVideoCodec")
+    stub.decode_calls, stub.backend = 0, backend
+    stub.PyNvVCExceptionUnsupported = PyNvVCExceptionUnsupported
+    stub.PyNvVCExceptionCuda = PyNvVCExceptionCuda
+
+    def CreateDemuxer(filename):
+        stub.demuxer = StubDemuxer(filename, codec)
+        return stub.demuxer
+
+    def CreateDecoder(gpuid, codec, cudacontext, cudastream, usedevicememory):
+        assert usedevicememory
+        if no_gpu:
+            raise PyNvVCExceptionCuda("cuInit failed: no CUDA-capable device is detected")
+        if any(name in codec for name in unsupported):
+            raise PyNvVCExceptionUnsupported(f"Codec {codec} not supported on this GPU")
+        return StubDecoder(stub, codec)
+
+    stub.CreateDemuxer, stub.CreateDecoder = CreateDemuxer, CreateDecoder
+    return stub
+
+
+@pytest.fixture
+def gpu(monkeypatch, backend):
+    """The stub installed and ``backend`` taken for a GPU backend: yields the stub."""
+    stub = make_stub(backend=backend)
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", stub)
+    monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
+    with portcv.using(backend):
+        yield stub
+
+
+def host(frames):
+    return [portcv.to_numpy(f) for f in frames]
+
+
+# ------------------------------------------------------------------------------------------
+# The GPU path (stubbed) against the CPU path
+# ------------------------------------------------------------------------------------------
+def test_gpu_gray_frames_are_the_y_planes_of_the_cpu_decode(clip, planes, gpu, backend):
+    cpu = read_video(clip, gray=True, device="cpu")
+    assert isinstance(cpu, np.ndarray) and cpu.shape == (23, 48, 64)
+    np.testing.assert_array_equal(cpu, np.stack([p[:48] for p in planes]))  # gray is the Y plane itself
+    reader = iter_frames(clip, gray=True, device="gpu")
+    frames = list(reader)
+    assert reader.decoder == "gpu" and len(frames) == 23
+    assert all(portcv.backends.get(backend).owns(f) for f in frames)  # arrays of the active backend
+    np.testing.assert_array_equal(np.stack(host(frames)), cpu)
+    video = read_video(clip, gray=True, device="gpu")
+    assert portcv.backends.get(backend).owns(video)
+    np.testing.assert_array_equal(portcv.to_numpy(video), cpu)
+
+
+def test_frames_handed_out_are_owned(clip, planes, gpu):
+    """The stub rewrites one buffer at every Decode: a frame kept by the caller must not change."""
+    kept = list(iter_frames(clip, gray=True, device="gpu"))  # every frame held until the end
+    assert gpu.decode_calls == 24  # 23 packets and the flush
+    for frame, nv12 in zip(kept, planes):
+        np.testing.assert_array_equal(portcv.to_numpy(frame), nv12[:48])
+    assert len({portcv.to_numpy(f).tobytes() for f in kept}) > 1  # the clip moves: distinct frames
+
+
+@pytest.mark.parametrize("start, stop", [(0, 5), (5, 13), (9, None), (22, None), (3, 40)])
+def test_start_stop_are_frame_indices_as_on_the_cpu(clip, gpu, start, stop):
+    cpu = read_video(clip, start=start, stop=stop, gray=True, device="cpu")
+    whole = read_video(clip, gray=True, device="cpu")
+    np.testing.assert_array_equal(cpu, whole[start:stop])  # the CPU path's keyframe seek
+    got = read_video(clip, start=start, stop=stop, gray=True, device="gpu")
+    np.testing.assert_array_equal(portcv.to_numpy(got), cpu)
+    counted = read_video(clip, start=start, frames=3, gray=True, device="gpu")
+    np.testing.assert_array_equal(portcv.to_numpy(counted), whole[start:start + 3])
+
+
+def test_seek_moves_both_decoders_to_the_same_frame(clip, gpu):
+    whole = read_video(clip, gray=True, device="cpu")
+    for device in ("cpu", "gpu"):
+        with VideoReader(clip, gray=True, device=device) as reader:
+            got = []
+            for index in (17, 4, 4, 12, 0, 22):  # backwards, repeated, forwards, the last frame
+                reader.seek(index)
+                got.append(portcv.to_numpy(next(reader)))
+                assert reader.position == index + 1
+            with pytest.raises(StopIteration):  # frame 22 was the last
+                next(reader)
+            reader.seek(1)
+            got.append(portcv.to_numpy(next(reader)))
+            got.append(portcv.to_numpy(next(reader)))  # reading on after a seek
+            assert reader.position == 3
+        np.testing.assert_array_equal(np.stack(got), whole[[17, 4, 4, 12, 0, 22, 1, 2]], err_msg=device)
+
+
+def test_seek_stays_inside_start_and_stop(clip):
+    with VideoReader(clip, start=3, stop=9, device="cpu") as reader:
+        with pytest.raises(ValueError, match=r"index must be in \[3, 8\]"):
+            reader.seek(9)
+        with pytest.raises(ValueError, match="index"):
+            reader.seek(2)
+        reader.seek(8)
+        assert next(reader).shape == (48, 64, 3)
+        with pytest.raises(StopIteration):
+            next(reader)
+
+
+def test_gpu_colour_is_nv12_to_rgb_of_the_decoded_planes(clip, planes, gpu):
+    convert = getattr(portcv.color, "nv12_to_rgb", None)
+    if convert is None:  # the kernel lands on its own branch: until then the error says what is missing
+        with pytest.raises(VideoError, match="colour GPU decode needs portcv.color.nv12_to_rgb"):
+            read_video(clip, device="gpu")
+        reader = iter_frames(clip, device="auto")  # auto falls back to the CPU's colour
+        assert next(reader).shape == (48, 64, 3) and reader.decoder == "cpu"
+        return
+    got = host(iter_frames(clip, start=2, stop=9, device="gpu"))
+    expected = [portcv.to_numpy(convert(p)) for p in planes[2:9]]
+    np.testing.assert_array_equal(np.stack(got), np.stack(expected))
+    cv2 = pytest.importorskip("cv2")
+    np.testing.assert_array_equal(got[0], cv2.cvtColor(planes[2], cv2.COLOR_YUV2RGB_NV12))
+
+
+def test_auto_picks_the_gpu_only_on_a_gpu_backend_with_the_extra(clip, monkeypatch, backend):
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", make_stub(backend=backend))
+    on_gpu = not portcv.backends.get(backend).runs_on_host
+    with portcv.using(backend):
+        reader = VideoReader(clip, gray=True)
+        assert reader.device == "auto" and reader.decoder == ("gpu" if on_gpu else "cpu")
+        assert portcv.backends.get(backend if on_gpu else "numpy").owns(next(reader))
+        monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
+        assert VideoReader(clip, gray=True).decoder == "gpu"
+        monkeypatch.setitem(sys.modules, "PyNvVideoCodec", None)  # the extra is not installed
+        assert VideoReader(clip, gray=True).decoder == "cpu"
+
+
+def test_is_gpu_backend_asks_the_backend_object():
+    assert not _nvdec.is_gpu_backend(portcv.backends.get("numpy"))
+    fake = types.SimpleNamespace(runs_on_host=False)
+    assert _nvdec.is_gpu_backend(fake)
+
+
+# ------------------------------------------------------------------------------------------
+# Errors
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("device", ["GPU", "cuda", "", None, 0, ("gpu",)])
+def test_bad_device_values_name_device(clip, device):
+    for call in (lambda: VideoReader(clip, device=device), lambda: iter_frames(clip, device=device),
+                 lambda: read_video(clip, device=device)):
+        with pytest.raises(ValueError, match="device must be one of"):
+            call()
+
+
+def test_gpu_with_a_host_backend_says_which_backend_to_pick(clip, monkeypatch):
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", make_stub())
+    with portcv.using("numpy"):
+        with pytest.raises(ValueError, match=r"backend 'numpy' keeps its arrays on the host: pick a GPU "
+                                             r"backend \(portcv.using\('cupy'\)"):
+            iter_frames(clip, device="gpu")  # at the call, not at the first frame
+
+
+def test_missing_extra(clip, monkeypatch, backend):
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", None)
+    monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
+    with portcv.using(backend):
+        with pytest.raises(VideoError, match=r"needs PyNvVideoCodec: pip install 'portcv\[video-gpu\]'"):
+            read_video(clip, gray=True, device="gpu")
+
+
+@pytest.mark.parametrize("failure", [
+    # PyNvVideoCodec 2.2's own import checks the driver and raises this, troubleshooting steps appended
+    "RuntimeError('libnvidia-encode.so.1: cannot open shared object file: No such file or directory'"
+    " '\\n\\n=== TROUBLESHOOTING STEPS ===\\n...')",
+    "ImportError('libnvcuvid.so.1: cannot open shared object file: No such file or directory')",
+])
+def test_an_installed_pynvvideocodec_without_the_driver(clip, monkeypatch, tmp_path, backend, failure):
+    """The wheel is there but the driver's libraries are not (a machine without an NVIDIA driver)."""
+    package = tmp_path / "site" / "PyNvVideoCodec"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"raise {failure}\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "PyNvVideoCodec", raising=False)
+    monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
+    with portcv.using(backend):
+        with pytest.raises(VideoError, match=rf"{clip.name}.* no usable NVDEC .*libnv.*directory\); use device='cpu'$"):
+            read_video(clip, gray=True, device="gpu")
+        reader = VideoReader(clip, gray=True)  # auto: installed, so the GPU is tried, then the CPU runs
+        assert reader.decoder == "gpu"
+        np.testing.assert_array_equal(next(reader), read_video(clip, gray=True, device="cpu")[0])
+        assert reader.decoder == "cpu"
+
+
+def test_a_machine_without_nvdec(clip, monkeypatch, backend):
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", make_stub(no_gpu=True))
+    monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
+    with portcv.using(backend):
+        with pytest.raises(VideoError, match=rf"cannot decode video '.*{clip.name}' on the GPU: this machine has "
+                                             r"no usable NVDEC \(PyNvVideoCodec: PyNvVCExceptionCuda: cuInit"):
+            next(iter_frames(clip, device="gpu", gray=True))
+        cpu = read_video(clip, start=4, stop=8, gray=True, device="cpu")
+        np.testing.assert_array_equal(read_video(clip, start=4, stop=8, gray=True), cpu)  # auto: the CPU
+
+
+def test_a_codec_nvdec_does_not_take(clip, monkeypatch, backend):
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", make_stub(unsupported=("MPEG4",), codec="MPEG4"))
+    monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
+    with portcv.using(backend):
+        with pytest.raises(VideoError, match=rf"{clip.name}' on the GPU: NVDEC does not take its codec "
+                                             r"\(cudaVideoCodec.MPEG4\).*device='cpu'"):
+            read_video(clip, gray=True, device="gpu")
+        reader = VideoReader(clip, start=6, gray=True)
+        got = list(reader)
+        assert reader.decoder == "cpu" and len(got) == 17
+        np.testing.assert_array_equal(np.stack(got), read_video(clip, gray=True, device="cpu")[6:])
+
+
+def test_file_errors_on_both_paths(tmp_path, gpu):
+    not_video = tmp_path / "notes.mp4"
+    not_video.write_bytes(b"not a video at all" * 10)
+    for device in ("cpu", "gpu"):
+        with pytest.raises(VideoError, match="no such file"):
+            iter_frames(tmp_path / "missing.mp4", device=device)  # at the call
+        with pytest.raises(VideoError, match="notes.mp4"):
+            read_video(not_video, gray=True, device=device)
+
+
+def test_start_past_the_end(clip, gpu):
+    for device in ("cpu", "gpu"):
+        with pytest.raises(VideoError, match=r"from frame 30: it has 23 frames"):
+            read_video(clip, start=30, gray=True, device=device)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"start": -1}, ValueError, "start must be in"), ({"start": 1.5}, TypeError, "start must be an integer"),
+    ({"stop": 0}, ValueError, "stop must be in"), ({"start": 4, "stop": 4}, ValueError, r"stop must be in \[5"),
+    ({"gray": "yes"}, TypeError, "gray must be a bool"), ({"frames": 0}, ValueError, "frames must be in"),
+])
+def test_bad_ranges(clip, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        iter_frames(clip, **kwargs)
+
+
+def test_import_portcv_imports_no_pynvvideocodec():
+    code = ("import sys, portcv, portcv.video; portcv.video.VideoReader; "
+            "assert 'PyNvVideoCodec' not in sys.modules and 'portcv.video._nvdec' not in sys.modules; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+# ------------------------------------------------------------------------------------------
+# NVDEC itself (a GPU with PyNvVideoCodec and CuPy)
+# ------------------------------------------------------------------------------------------
+def _nvdec_reason() -> str | None:
+    if not _nvdec.installed():
+        return "NVDEC tests need PyNvVideoCodec (pip install 'portcv[video-gpu]') and a GPU"
+    if not portcv.backends.get("cupy").is_available():
+        return "NVDEC tests need CuPy and a GPU (the cupy backend is unavailable)"
+    return None
+
+
+nvdec = pytest.mark.skipif(_nvdec_reason() is not None, reason=_nvdec_reason() or "")
+
+#: (name, codec, frames, encoder options): two GOP structures of H.264 (B-frames and a keyframe
+#: every 12; no B-frames and a keyframe every 5), HEVC, and 1918 x 1078 (even, not a multiple of 16).
+NVDEC_CLIPS = [
+    ("h264-gop12-b2", "libx264", (30, 240, 320), {"g": "12", "bf": "2"}),
+    ("h264-gop5-nob", "libx264", (30, 240, 320), {"g": "5", "bf": "0"}),
+    ("hevc-gop10", "libx265", (24, 240, 320), {"g": "10", "x265-params": "log-level=error"}),
+    ("h264-1918x1078", "libx264", (12, 1078, 1918), {"g": "6"}),
+]
+
+
+@pytest.fixture(scope="module", params=NVDEC_CLIPS, ids=[c[0] for c in NVDEC_CLIPS])
+def real_clip(request, tmp_path_factory):
+    import av
+
+    name, codec, (count, height, width), options = request.param
+    if codec not in av.codecs_available:
+        pytest.skip(f"PyAV here cannot encode {codec}")
+    frames = portcv.data.moving_shapes(count, height, width, seed=11)
+    return write_clip(tmp_path_factory.mktemp("nvdec") / f"{name}.mp4", frames, codec=codec, options=options)
+
+
+@nvdec
+def test_nvdec_y_planes_equal_pyav_for_every_frame(real_clip):
+    expected = np.stack([p[: p.shape[0] * 2 // 3] for p in pyav_nv12(real_clip)])
+    with portcv.using("cupy"):
+        reader = VideoReader(real_clip, gray=True, device="gpu")
+        frames = list(reader)  # all held until the end: ownership on the real decoder
+        assert reader.decoder == "gpu"
+        got = np.stack(host(frames))
+    assert got.shape == expected.shape
+    mismatched = np.flatnonzero((got != expected).reshape(len(got), -1).any(axis=1))
+    assert mismatched.size == 0, f"frames whose Y plane differs from PyAV's: {mismatched.tolist()}"
+
+
+@nvdec
+def test_nvdec_into_jax_on_a_gpu(real_clip):
+    """JAX gets NVDEC's frames through DLPack too, where its backend keeps arrays on a GPU."""
+    jax_backend = portcv.backends.get("jax")
+    if not jax_backend.is_available() or jax_backend.runs_on_host:
+        pytest.skip("JAX here runs on the host: NVDEC into JAX needs JAX on a GPU")
+    cpu = read_video(real_clip, stop=8, gray=True, device="cpu")
+    with portcv.using("jax"):
+        reader = VideoReader(real_clip, stop=8, gray=True, device="gpu")
+        frames = list(reader)
+        assert reader.decoder == "gpu" and all(jax_backend.owns(f) for f in frames)
+    np.testing.assert_array_equal(np.stack(host(frames)), cpu)
+
+
+@nvdec
+def test_nvdec_start_stop_seek_equal_the_cpu(real_clip):
+    cpu = read_video(real_clip, gray=True, device="cpu")
+    last = len(cpu) - 1
+    with portcv.using("cupy"):
+        for start, stop in ((0, 4), (7, 15), (last, None)):
+            got = portcv.to_numpy(read_video(real_clip, start=start, stop=stop, gray=True, device="gpu"))
+            np.testing.assert_array_equal(got, cpu[start:stop])
+        with VideoReader(real_clip, gray=True, device="gpu") as reader:
+            for index in (9, 2, last, 0):
+                reader.seek(index)
+                np.testing.assert_array_equal(portcv.to_numpy(next(reader)), cpu[index])
+
+
+@nvdec
+def test_nvdec_colour_equals_opencv_on_the_pyav_planes(real_clip):
+    if not hasattr(portcv.color, "nv12_to_rgb"):
+        pytest.skip("colour GPU decode needs portcv.color.nv12_to_rgb")
+    cv2 = pytest.importorskip("cv2")
+    planes = pyav_nv12(real_clip)
+    with portcv.using("cupy"):
+        got = host(iter_frames(real_clip, stop=6, device="gpu"))
+    for k, frame in enumerate(got):
+        np.testing.assert_array_equal(frame, cv2.cvtColor(planes[k], cv2.COLOR_YUV2RGB_NV12), err_msg=f"frame {k}")
+
+
+@nvdec
+def test_nvdec_on_a_codec_it_may_not_take(tmp_path):
+    """MPEG-4 part 2 (portcv's writer's codec for odd sizes): NVDEC decodes it exactly or says no."""
+    path = tmp_path / "odd.mp4"
+    portcv.video.write_video(path, portcv.data.moving_shapes(6, 47, 63, seed=2))
+    cpu = read_video(path, gray=True, device="cpu")
+    with portcv.using("cupy"):
+        try:
+            got = portcv.to_numpy(read_video(path, gray=True, device="gpu"))
+        except VideoError as exc:
+            assert "odd.mp4" in str(exc) and "device='cpu'" in str(exc)
+        else:
+            np.testing.assert_array_equal(got, cpu)
+        np.testing.assert_array_equal(portcv.to_numpy(read_video(path, gray=True)), cpu)  # auto always reads it

@@ -309,6 +309,7 @@ def cases(files: dict) -> dict[str, Case]:
         c["video.write_video"] = Case(lambda path, frames, fps: P.video.write_video(path, frames, fps=fps),
                                       {"path": files["folder"] / "out.mp4", "frames": [RGB, RGB], "fps": 10.0},
                                       skip=("path",))
+        c["video.frame_table"] = Case(P.video.frame_table, {"path": clip})
         c["video.video_fps"] = Case(P.video.video_fps, {"path": clip, "default": 30.0}, positional=("path",))
         c["video.VideoWriter"] = Case(P.video.VideoWriter, {"path": files["folder"] / "w.mp4", "fps": 10.0},
                                       cleanup=_close, skip=("path",))

@@ -18,6 +18,7 @@ import portcv
 
 RGB = portcv.data.synthetic_rgb(40, 52, seed=1)
 GRAY = np.ascontiguousarray(RGB[..., 1])
+YUV420 = np.ascontiguousarray(GRAY[:39])
 LBP_HIST = np.random.default_rng(3).integers(0, 20, (4, 3, 3, 59)).astype(np.uint16)
 GRAY2 = np.roll(GRAY, 3, axis=1)
 VIDEO = portcv.data.moving_shapes(3, 40, 52, seed=2)
@@ -50,6 +51,11 @@ CALLS = {
     "color.rgb_to_bgr": (portcv.color.rgb_to_bgr, (RGB,)),
     "color.bgr_to_rgb": (portcv.color.bgr_to_rgb, (RGB,)),
     "color.histogram": (portcv.color.histogram, (RGB,)),
+    # decoder layout: 26 rows of luma over 13 of chroma (26 x 52 frames)
+    "color.nv12_to_rgb": (portcv.color.nv12_to_rgb, (YUV420,)),
+    "color.nv12_to_bgr": (portcv.color.nv12_to_bgr, (YUV420,)),
+    "color.i420_to_rgb": (portcv.color.i420_to_rgb, (YUV420,)),
+    "color.i420_to_bgr": (portcv.color.i420_to_bgr, (YUV420,)),
     "color.threshold_two_peaks": (portcv.color.threshold_two_peaks, (HIST,)),
     "color.threshold_otsu": (portcv.color.threshold_otsu, (GRAY,)),
     "color.binarize": (lambda i: portcv.color.binarize(i, 100), (GRAY,)),
@@ -119,7 +125,7 @@ NO_ARRAY_INPUT = {
     "data.face_scenes", "detect.load_mct_cascade", "detect.save_mct_cascade",
     "filters.gaussian_taps_q8", "filters.gaussian_kernel", "motion.cell_bounds",
     "stream.encode_end", "stream.parse_header", "stream.synthetic_source", "video.iter_frames", "video.read_video",
-    "video.write_video", "video.video_fps", "video.fps_statistics", "video.run_motion", "volume.fft_error_bound",
+    "video.write_video", "video.video_fps", "video.frame_table", "video.fps_statistics", "video.run_motion", "volume.fft_error_bound",
     "volume.gabor_kernel3d",
     # distributed takes no NumPy arrays: dask arrays (filter_image refuses NumPy), stores, files, specs, clusters
     "distributed.halo", "distributed.filter_image", "distributed.filter_store", "distributed.local_cluster",

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import _validate
 from ..backends import to_numpy, using
+from ..video import frame_table
 from ._cluster import backend_name
 from ._tiles import _bar, _default_client, backend_scope, check_flag, check_timeout
 
@@ -79,41 +80,6 @@ def _video_path(path: Any, name: str = "path") -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name} must be a video file path (str or Path), got {type(path).__name__}")
     return os.fspath(path)
-
-
-def frame_table(path: Any) -> tuple[list[int], list[int]]:
-    """Demux only: every frame's timestamp in presentation order, and the keyframes' indices.
-
-    Raises
-    ------
-    portcv.video.VideoError
-        The file is missing, not a video, has no video stream, or cannot be demuxed (PyAV's
-        errors are wrapped, naming the path).
-    """
-    from ..video import VideoError
-
-    path = _video_path(path)
-    av = _av()
-    if not os.path.isfile(path):
-        raise VideoError(f"cannot read video {path!r}: no such file")
-    try:
-        with av.open(path) as container:
-            if not container.streams.video:
-                raise VideoError(f"cannot read video {path!r}: it has no video stream")
-            stream = container.streams.video[0]
-            pts, keys = [], []
-            for packet in container.demux(stream):
-                if packet.pts is None:  # the flush packet
-                    continue
-                pts.append(packet.pts)
-                keys.append(bool(packet.is_keyframe))
-    except VideoError:
-        raise
-    except Exception as exc:  # FFmpeg's errors: not a video, truncated, unknown container
-        raise VideoError(f"cannot read video {path!r}: {type(exc).__name__}: {exc}") from None
-    order = sorted(range(len(pts)), key=pts.__getitem__)
-    rank = {i: r for r, i in enumerate(order)}
-    return [pts[i] for i in order], sorted(rank[i] for i, k in enumerate(keys) if k)
 
 
 def decode(path: Any, start: int | None = None, stop: int | None = None, *,

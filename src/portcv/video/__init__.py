@@ -10,7 +10,7 @@ command line.
 
 from __future__ import annotations
 
-from ._io import VideoError, VideoWriter, video_fps, write_video
+from ._io import VideoError, VideoWriter, frame_table, video_fps, write_video
 from ._reader import VideoReader, iter_frames, read_video
 from ._run import fps_statistics, run_motion
 
@@ -22,6 +22,7 @@ __all__ = [
     "read_video",
     "write_video",
     "video_fps",
+    "frame_table",
     "fps_statistics",
     "run_motion",
 ]

@@ -35,6 +35,66 @@ def _video_path(path: Any) -> Path:
     return Path(path)
 
 
+def frame_table(path: Any) -> tuple[list[int], list[int]]:
+    """Demux only: every frame's timestamp in presentation order, and the keyframes' indices.
+
+    Reading the packets without decoding them is fast; the readers seek with it (to the keyframe
+    at or before a start frame), and ``portcv.distributed`` splits files at its keyframes.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The video file.
+
+    Returns
+    -------
+    (list of int, list of int)
+        The presentation timestamps of every frame in display order (in the stream's time base),
+        and the display-order indices of the keyframes.
+
+    Raises
+    ------
+    portcv.video.VideoError
+        The file is missing, not a video, has no video stream, or cannot be demuxed (PyAV's
+        errors are wrapped, naming the path).
+
+    Examples
+    --------
+    >>> import tempfile, os, portcv
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "clip.mp4")
+    >>> portcv.video.write_video(path, portcv.data.moving_shapes(3, 48, 64), fps=10)
+    3
+    >>> times, keyframes = portcv.video.frame_table(path)
+    >>> len(times), keyframes[0]
+    (3, 0)
+    >>> folder.cleanup()
+    """
+    path = str(_video_path(path))
+    av = _av()
+    if not os.path.isfile(path):
+        raise VideoError(f"cannot read video {path!r}: no such file")
+    try:
+        with av.open(path) as container:
+            if not container.streams.video:
+                raise VideoError(f"cannot read video {path!r}: it has no video stream")
+            stream = container.streams.video[0]
+            pts, keys = [], []
+            for packet in container.demux(stream):
+                if packet.pts is None:  # the flush packet
+                    continue
+                pts.append(packet.pts)
+                keys.append(bool(packet.is_keyframe))
+    except VideoError:
+        raise
+    except Exception as exc:  # FFmpeg's errors: not a video, truncated, unknown container
+        raise VideoError(f"cannot read video {path!r}: {type(exc).__name__}: {exc}") from None
+    order = sorted(range(len(pts)), key=pts.__getitem__)
+    rank = {i: r for r, i in enumerate(order)}
+    return [pts[i] for i in order], sorted(rank[i] for i, k in enumerate(keys) if k)
+
+
+
 #: The largest frame rate a file is written with (frames per second).
 MAX_FPS = 1e6
 

@@ -177,7 +177,7 @@ def _written(frame: Any) -> Any:
     ready = getattr(frame, "block_until_ready", None)  # JAX: dispatched asynchronously
     if ready is not None:
         return ready
-    if type(frame).__module__.startswith("cupy"):  # queued on the current stream: an event after it
+    if hasattr(frame, "__cuda_array_interface__"):  # CuPy: queued on the current stream, an event after it
         import cupy
 
         event = cupy.cuda.Event(block=False, disable_timing=True)

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from .. import _validate
-from ._io import VideoError, _av, _video_path
+from ._io import VideoError, _av, _video_path, frame_table
 
 DEVICES = ("cpu", "gpu", "auto")
 #: 8-bit YUV formats whose first plane is the luma as decoded: gray frames are that plane.
@@ -184,8 +184,6 @@ def _pyav_frames(path: Path, start: int, gray: bool) -> Iterator[np.ndarray]:
             stream.thread_type = "AUTO"
             times = None
             if start:
-                from ..distributed import frame_table  # demux only: every frame's timestamp
-
                 times = frame_table(path)[0]
                 if start >= len(times):
                     raise VideoError(f"cannot read video {str(path)!r} from frame {start}: "

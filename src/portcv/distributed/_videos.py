@@ -14,7 +14,6 @@ segment (one frame of overlap) and the segments' frame pairs join into the whole
 
 from __future__ import annotations
 
-import bisect
 import os
 import pickle
 import time
@@ -27,7 +26,7 @@ import numpy as np
 
 from .. import _validate
 from ..backends import to_numpy, using
-from ..video import frame_table
+from ..video import VideoReader, frame_table
 from ._cluster import backend_name
 from ._tiles import _bar, _default_client, backend_scope, check_flag, check_timeout
 
@@ -53,18 +52,8 @@ class VideoRun:
 
 
 # --------------------------------------------------------------------------------------------
-# Decoding (PyAV directly: seeking to a keyframe needs the container)
+# Decoding (portcv.video's reader: one decoder, and one colour conversion, in the project)
 # --------------------------------------------------------------------------------------------
-def _av() -> Any:
-    try:
-        import av
-    except ImportError:
-        from ..video import VideoError
-
-        raise VideoError("video files need PyAV: pip install 'portcv[io]'") from None
-    return av
-
-
 def _decode_threads() -> int:
     """Decoder threads per task: 1 inside a dask worker (workers already fill the cores), else auto (0)."""
     try:
@@ -84,39 +73,16 @@ def _video_path(path: Any, name: str = "path") -> str:
 
 def decode(path: Any, start: int | None = None, stop: int | None = None, *,
            table: tuple[list[int], list[int]] | None = None) -> Iterator[np.ndarray]:
-    """Frames ``[start, stop)`` of a file as ``(H, W, 3)`` uint8 RGB, seeking to a keyframe for ``start``."""
-    from ..video import VideoError
+    """Frames ``[start, stop)`` of a file as ``(H, W, 3)`` uint8 RGB, seeking to a keyframe for ``start``.
 
-    av = _av()
-    path = str(path)
-    if not os.path.isfile(path):
-        raise VideoError(f"cannot read video {path!r}: no such file")
-    try:
-        with av.open(path) as container:
-            stream = container.streams.video[0]
-            stream.thread_count = _decode_threads()
-            stream.thread_type = "AUTO"
-            times = None
-            if start:
-                times = (table or frame_table(path))[0]
-                if start >= len(times):
-                    raise VideoError(f"cannot read video {path!r} from frame {start}: it has {len(times)} frames")
-                container.seek(times[start], stream=stream, backward=True, any_frame=False)
-            index = -1
-            for frame in container.decode(stream):
-                if times is not None:
-                    index = bisect.bisect_left(times, frame.pts)
-                else:
-                    index += 1
-                if start and index < start:
-                    continue
-                if stop is not None and index >= stop:
-                    return
-                yield frame.to_ndarray(format="rgb24")
-    except (GeneratorExit, VideoError):
-        raise
-    except Exception as exc:  # FFmpeg's errors: not a video, truncated, unknown codec
-        raise VideoError(f"cannot read video {path!r}: {type(exc).__name__}: {exc}") from None
+    :class:`portcv.video.VideoReader` on the CPU: the frames (their colour included) are those
+    ``portcv.video.read_video(path, device="cpu")`` returns. ``table`` is the file's
+    :func:`frame_table` where the caller has it (a segment's plan read it).
+    """
+    first = start or 0
+    if stop is not None and stop <= first:
+        return iter(())  # an empty range (process_video takes start == stop)
+    return VideoReader(path, start=first, stop=stop, device="cpu", threads=_decode_threads(), table=table)
 
 
 # --------------------------------------------------------------------------------------------

@@ -152,12 +152,18 @@ def _owned(surface: Any, gray: bool, convert: Any, backend: Any, path: Path) -> 
     callable that waits until that array is written (``None`` where it already is)."""
     fmt = getattr(surface, "format", None)
     if fmt is not None and "NV12" not in str(fmt).upper():
-        raise VideoError(f"cannot decode video {str(path)!r} on the GPU: NVDEC returned {fmt} frames; "
-                         "portcv reads 8-bit 4:2:0 video (NV12) there; use device='cpu'")
+        # 4:4:4 or 10-bit: the CPU path reads them (device="auto" falls back to it)
+        raise NvdecUnavailable(f"cannot decode video {str(path)!r} on the GPU: NVDEC returned {fmt} frames; "
+                               "portcv reads 8-bit 4:2:0 video (NV12) there; use device='cpu'")
     nv12 = backend.xp.from_dlpack(surface)  # a view of the decoder's surface: no copy
     if nv12.ndim != 2 or str(nv12.dtype) != "uint8":
         raise VideoError(f"cannot decode video {str(path)!r} on the GPU: NVDEC returned a "
                          f"{nv12.dtype} {tuple(nv12.shape)} frame, not NV12 uint8 (H * 3 / 2, W)")
+    if not gray and (nv12.shape[0] % 3 or nv12.shape[1] % 2):
+        # OpenCV's conversion (the CPU path's for even sizes) is not defined for odd sizes; the CPU
+        # path converts those frames with FFmpeg, which NVDEC's frames cannot match bit for bit
+        raise NvdecUnavailable(f"cannot decode video {str(path)!r} in colour on the GPU: its frames have an "
+                               f"odd width or height (an NV12 surface of shape {tuple(nv12.shape)}); use device='cpu'")
     height = (2 * nv12.shape[0]) // 3  # NV12 rows: H of luma, then ceil(H / 2) of chroma
     frame = _copy(backend, nv12[:height]) if gray else convert(nv12)
     return frame, _written(frame)

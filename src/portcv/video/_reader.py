@@ -5,6 +5,12 @@ the file. The CPU path seeks to the keyframe at or before ``start`` and decodes 
 path decodes from the start of the file and drops the frames before ``start``. Either way the
 frames are the file's frames ``[start, stop)``, so the two paths give the same frames at the same
 indices (the Y planes byte for byte: the codec standards define every decoded sample).
+
+Colour is one conversion on both decoders: the decoded 4:2:0 planes through OpenCV's BT.601
+fixed point (:func:`portcv.color.i420_to_rgb` for PyAV's I420 planes,
+:func:`portcv.color.nv12_to_rgb` for NVDEC's NV12 surfaces: the same samples in another order),
+so equal planes give equal RGB bits. FFmpeg's own RGB conversion (swscale) is not used for
+those frames: its arithmetic is not OpenCV's, and it depends on the FFmpeg build.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from ._io import VideoError, _av, _video_path, frame_table
 DEVICES = ("cpu", "gpu", "auto")
 #: 8-bit YUV formats whose first plane is the luma as decoded: gray frames are that plane.
 _YUV8 = ("yuv420p", "yuvj420p", "yuv422p", "yuvj422p", "yuv444p", "yuvj444p", "nv12", "nv21", "yuv411p", "yuv410p")
+#: Decoded layouts whose colour portcv converts itself (even sizes only), by PyAV's format name:
+#: the conversion of each (``yuvj420p`` is ``yuv420p`` tagged full range: the same planes).
+_PORTABLE = {"yuv420p": "i420_to_rgb", "yuvj420p": "i420_to_rgb", "nv12": "nv12_to_rgb"}
 
 
 class VideoReader:
@@ -29,6 +38,16 @@ class VideoReader:
     An iterator (and a context manager) over frames ``[start, stop)``; :meth:`seek` moves to any
     frame index. Colour frames are ``(H, W, 3)`` uint8 RGB, gray frames ``(H, W)`` uint8: the
     decoded luma (Y) plane itself, equal on both decoders.
+
+    Colour is OpenCV's BT.601 conversion of the decoded planes on both decoders, bit for bit
+    ``cv2.cvtColor(planes, cv2.COLOR_YUV2RGB_I420)`` (:func:`portcv.color.i420_to_rgb` on the
+    CPU, :func:`portcv.color.nv12_to_rgb` on the GPU): the same frames on every decoder,
+    backend and machine. It is limited-range BT.601 whatever the file's colour tags say (a
+    BT.709 or full-range tag is not applied, as ``cv2.cvtColor`` does not apply it). Frames that
+    are not 8-bit 4:2:0 with an even width and height (4:2:2 or 4:4:4 chroma, 10-bit samples,
+    RGB codecs, odd sizes, which OpenCV's conversion does not define) are converted on the CPU
+    by FFmpeg (PyAV's ``rgb24``), whose bits depend on the FFmpeg build; NVDEC does not take
+    them (``device="auto"`` reads them on the CPU).
 
     Parameters
     ----------
@@ -48,7 +67,15 @@ class VideoReader:
         converted by :func:`portcv.color.nv12_to_rgb` (OpenCV's NV12 -> RGB, bit for bit).
         ``"auto"`` (default): the GPU when the active backend is a GPU backend and
         PyNvVideoCodec is installed, else the CPU; it also falls back to the CPU when NVDEC
-        cannot take the file (its codec, or no NVDEC on this machine).
+        cannot take the file (its codec or pixel format, or no NVDEC on this machine).
+    threads : int
+        Decoder threads of the CPU decoder (FFmpeg's); 0 (default): FFmpeg picks (one per
+        core). One thread suits many readers running at once (one per worker process). The
+        decoded frames do not depend on it. NVDEC ignores it.
+    table : (list of int, list of int), optional
+        The file's :func:`frame_table`, where the caller has it already: a CPU seek then needs no
+        pass over the file to find its keyframe. Default: read when a seek first needs it
+        (once per reader).
 
     Attributes
     ----------
@@ -83,12 +110,14 @@ class VideoReader:
     """
 
     def __init__(self, path: Any, *, start: int = 0, stop: int | None = None, gray: bool = False,
-                 device: str = "auto") -> None:
+                 device: str = "auto", threads: int = 0, table: tuple[list[int], list[int]] | None = None) -> None:
         self.path = _video_path(path)
         self.start = _validate.integer(start, "start", low=0)
         self.stop = None if stop is None else _validate.integer(stop, "stop", low=self.start + 1)
         self.gray = _validate.boolean(gray, "gray")
         self.device = _validate.choice(device, "device", DEVICES)
+        self.threads = _validate.integer(threads, "threads", low=0)
+        self._table = _frame_table(table)
         if not self.path.is_file():
             raise VideoError(f"cannot read video {str(self.path)!r}: no such file")
         self.decoder, self._backend = _resolve(self.device)
@@ -135,7 +164,9 @@ class VideoReader:
             from . import _nvdec
 
             return _nvdec.frames(self.path, index, self.gray, self._backend)
-        return _pyav_frames(self.path, index, self.gray)
+        if index and self._table is None:
+            self._table = frame_table(self.path)
+        return _pyav_frames(self.path, index, self.gray, threads=self.threads, table=self._table)
 
     def _close_decode(self) -> None:
         frames, self._frames = self._frames, None
@@ -172,7 +203,22 @@ def _resolve(device: str) -> tuple[str, Any]:
     return "gpu", active
 
 
-def _pyav_frames(path: Path, start: int, gray: bool) -> Iterator[np.ndarray]:
+def _frame_table(table: Any) -> tuple[list[int], list[int]] | None:
+    """Check a ``table=`` argument: None, or a pair (timestamps, keyframe indices) of integers."""
+    if table is None:
+        return None
+    if (not isinstance(table, (tuple, list)) or len(table) != 2
+            or not all(isinstance(part, (tuple, list)) for part in table)):
+        raise TypeError(f"table must be frame_table(path)'s pair of lists (timestamps, keyframes), "
+                        f"got {type(table).__name__}")
+    times, keys = (list(part) for part in table)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in times + keys):
+        raise TypeError("table must hold integers (frame_table(path)'s timestamps and keyframe indices)")
+    return times, keys
+
+
+def _pyav_frames(path: Path, start: int, gray: bool, *, threads: int = 0,
+                 table: tuple[list[int], list[int]] | None = None) -> Iterator[np.ndarray]:
     """Frames ``start, start + 1, ...`` decoded by PyAV: a keyframe seek, then forward."""
     av = _av()
     count = 0
@@ -181,10 +227,11 @@ def _pyav_frames(path: Path, start: int, gray: bool) -> Iterator[np.ndarray]:
             if not container.streams.video:
                 raise VideoError(f"cannot read video {str(path)!r}: it has no video stream")
             stream = container.streams.video[0]
+            stream.thread_count = threads
             stream.thread_type = "AUTO"
             times = None
             if start:
-                times = frame_table(path)[0]
+                times = (table or frame_table(path))[0]
                 if start >= len(times):
                     raise VideoError(f"cannot read video {str(path)!r} from frame {start}: "
                                      f"it has {len(times)} frames")
@@ -194,7 +241,7 @@ def _pyav_frames(path: Path, start: int, gray: bool) -> Iterator[np.ndarray]:
                 index = bisect.bisect_left(times, frame.pts) if times is not None else index + 1
                 if index < start:
                     continue
-                yield _luma(frame) if gray else frame.to_ndarray(format="rgb24")
+                yield _luma(frame) if gray else _rgb(frame)
                 count += 1
     except (GeneratorExit, VideoError):
         raise
@@ -202,6 +249,21 @@ def _pyav_frames(path: Path, start: int, gray: bool) -> Iterator[np.ndarray]:
         raise VideoError(f"cannot read video {str(path)!r}: {type(exc).__name__}: {exc}") from None
     if count == 0 and start == 0:
         raise VideoError(f"cannot read video {str(path)!r}: it holds no video frames")
+
+
+def _rgb(frame: Any) -> np.ndarray:
+    """A decoded frame as RGB: OpenCV's conversion of its 8-bit 4:2:0 planes (the GPU path's), or
+    FFmpeg's ``rgb24`` for a layout that conversion does not define (other chroma, bit depths,
+    odd sizes)."""
+    conversion = _PORTABLE.get(frame.format.name)
+    if conversion is None or frame.width % 2 or frame.height % 2:
+        return frame.to_ndarray(format="rgb24")
+    from .. import color
+    from ..backends import using
+
+    planes = frame.to_ndarray()  # no format asked: the planes as decoded, packed (3H/2, W), a copy
+    with using("numpy"):  # CPU frames are NumPy arrays whatever backend is active
+        return getattr(color, conversion)(planes)
 
 
 def _luma(frame: Any) -> np.ndarray:

@@ -44,6 +44,23 @@ def test_seeked_segments_decode_the_same_frames(clip):
         assert all(np.array_equal(a, b) for a, b in zip(part, whole[start:stop]))
 
 
+def test_decode_is_portcv_videos_reader(clip):
+    """One PyAV decoder in the project: the distributed tasks' frames, colour included, are the
+    serial reader's (OpenCV's BT.601 conversion of the decoded planes), with and without a table."""
+    serial = portcv.video.read_video(clip, device="cpu")
+    with portcv.using("jax" if portcv.backends.get("jax").is_available() else "numpy"):
+        whole = list(pdist._videos.decode(clip))  # host frames whatever backend is active
+    assert all(isinstance(f, np.ndarray) for f in whole)
+    np.testing.assert_array_equal(np.stack(whole), serial)
+    table = pdist.frame_table(clip)
+    np.testing.assert_array_equal(np.stack(list(pdist._videos.decode(clip, 10, 15, table=table))), serial[10:15])
+    assert list(pdist._videos.decode(clip, 7, 7)) == []  # process_video's empty range
+    cv2 = pytest.importorskip("cv2")
+    with av.open(clip) as container:
+        planes = [f.to_ndarray() for f in container.decode(video=0)]
+    np.testing.assert_array_equal(serial, np.stack([cv2.cvtColor(p, cv2.COLOR_YUV2RGB_I420) for p in planes]))
+
+
 def test_process_video_segments_join_into_the_whole_file(clip):
     whole = pdist.process_video(clip, SPEC, backend="numpy")
     assert whole["regions"].shape == (22, 3, 4) and whole["regions"].any()
@@ -65,6 +82,12 @@ def test_faces_segments_carry_global_frame_indices(clip):
     assert [i for i, _, _ in whole] == list(range(23))
     parts = [pdist.process_video(clip, spec, start=s, stop=e) for s, e in pdist.segment_bounds(clip, 6)]
     assert same_value(pdist.FacesSpec.merge(parts), whole)
+    # the boxes equal the cascade detector's on portcv.video's own reader
+    detector = spec.detector()
+    with portcv.using("numpy"):
+        serial = [(k, *detector.detect(f, **dict(spec.params)))
+                  for k, f in enumerate(portcv.video.iter_frames(clip, device="cpu"))]
+    assert same_value([(k, portcv.to_numpy(b), portcv.to_numpy(n)) for k, b, n in serial], whole)
 
 
 def test_faces_spec_with_an_mct_cascade_runs_the_mct_detector(clip):

@@ -31,14 +31,14 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("av") is None,
 # ------------------------------------------------------------------------------------------
 # Clips and the planes PyAV decodes from them
 # ------------------------------------------------------------------------------------------
-def write_clip(path, frames, *, codec="libx264", options=None):
-    """Encode RGB ``frames`` with PyAV (``options``: the encoder's, e.g. its GOP), yuv420p."""
+def write_clip(path, frames, *, codec="libx264", options=None, pix_fmt="yuv420p"):
+    """Encode RGB ``frames`` with PyAV (``options``: the encoder's, e.g. its GOP), in ``pix_fmt``."""
     import av
 
     with av.open(str(path), "w") as container:
         stream = container.add_stream(codec, rate=Fraction(25))
         stream.width, stream.height = frames.shape[2], frames.shape[1]
-        stream.pix_fmt = "yuv420p"
+        stream.pix_fmt = pix_fmt
         stream.options = dict(options or {})
         for k, frame in enumerate(frames):
             picture = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
@@ -260,6 +260,56 @@ def test_gpu_colour_is_nv12_to_rgb_of_the_decoded_planes(clip, planes, gpu):
     np.testing.assert_array_equal(np.stack(got), np.stack(expected))
     cv2 = pytest.importorskip("cv2")
     np.testing.assert_array_equal(got[0], cv2.cvtColor(planes[2], cv2.COLOR_YUV2RGB_NV12))
+
+
+def test_gpu_colour_equals_the_cpu_colour_frame_for_frame(clip, gpu, backend):
+    """One colour conversion on both decoders (OpenCV's BT.601 of the decoded planes): NVDEC's
+    NV12 and PyAV's I420 hold the same samples, so the RGB frames are the same bits."""
+    if not hasattr(portcv.color, "nv12_to_rgb"):
+        pytest.skip("colour GPU decode needs portcv.color.nv12_to_rgb")
+    cpu = read_video(clip, device="cpu")
+    assert isinstance(cpu, np.ndarray) and cpu.shape == (23, 48, 64, 3)
+    reader = iter_frames(clip, device="gpu")
+    frames = list(reader)
+    assert reader.decoder == "gpu" and all(portcv.backends.get(backend).owns(f) for f in frames)
+    for k, frame in enumerate(host(frames)):
+        np.testing.assert_array_equal(frame, cpu[k], err_msg=f"frame {k}")
+    auto = VideoReader(clip)  # a GPU backend with the extra: auto runs NVDEC, the same bits
+    np.testing.assert_array_equal(np.stack(host(auto)), cpu)
+    assert auto.decoder == "gpu"
+    np.testing.assert_array_equal(portcv.to_numpy(read_video(clip, start=9, stop=17, device="gpu")), cpu[9:17])
+    with VideoReader(clip, device="gpu") as seeking:
+        for index in (14, 3, 22):
+            seeking.seek(index)
+            np.testing.assert_array_equal(portcv.to_numpy(next(seeking)), cpu[index], err_msg=f"frame {index}")
+
+
+def test_colour_of_odd_sizes_is_read_on_the_cpu(tmp_path, gpu):
+    """OpenCV's conversion is not defined for odd sizes: the CPU path converts them with FFmpeg,
+    which NVDEC's frames cannot match, so NVDEC refuses them in colour and auto reads the CPU's."""
+    path = tmp_path / "odd.mp4"
+    portcv.video.write_video(path, portcv.data.moving_shapes(5, 47, 63, seed=4))  # MPEG-4: odd sizes
+    cpu = read_video(path, device="cpu")
+    assert cpu.shape == (5, 47, 63, 3)
+    with pytest.raises(VideoError, match=r"odd.mp4' in colour on the GPU: its frames have an odd width or "
+                                         r"height \(an NV12 surface of shape \(71, 63\)\); use device='cpu'"):
+        read_video(path, device="gpu")
+    reader = VideoReader(path)  # auto: NVDEC is tried, then the CPU decodes
+    np.testing.assert_array_equal(np.stack(host(reader)), cpu)
+    assert reader.decoder == "cpu"
+    gray = read_video(path, gray=True, device="gpu")  # the Y plane has no conversion: NVDEC reads it
+    np.testing.assert_array_equal(portcv.to_numpy(gray), read_video(path, gray=True, device="cpu"))
+
+
+def test_surfaces_that_are_not_nv12_are_read_on_the_cpu(clip, gpu, monkeypatch):
+    """4:4:4 or 10-bit surfaces (NVDEC's YUV444, P016): portcv reads NV12 on the GPU, the CPU the rest."""
+    monkeypatch.setattr(StubFrame, "format", "Pixel_Format.YUV444")
+    with pytest.raises(VideoError, match=r"NVDEC returned Pixel_Format.YUV444 frames; portcv reads 8-bit "
+                                         r"4:2:0 video \(NV12\) there; use device='cpu'"):
+        read_video(clip, gray=True, device="gpu")
+    reader = VideoReader(clip, start=4, stop=9)
+    np.testing.assert_array_equal(np.stack(host(reader)), read_video(clip, device="cpu")[4:9])
+    assert reader.decoder == "cpu"
 
 
 def test_auto_picks_the_gpu_only_on_a_gpu_backend_with_the_extra(clip, monkeypatch, backend):

@@ -521,8 +521,10 @@ def test_nvdec_colour_equals_opencv_on_the_pyav_planes(real_clip):
     planes = pyav_nv12(real_clip)
     with portcv.using("cupy"):
         got = host(iter_frames(real_clip, stop=6, device="gpu"))
+    cpu = read_video(real_clip, stop=6, device="cpu")  # the CPU path's one colour conversion, the same bits
     for k, frame in enumerate(got):
         np.testing.assert_array_equal(frame, cv2.cvtColor(planes[k], cv2.COLOR_YUV2RGB_NV12), err_msg=f"frame {k}")
+        np.testing.assert_array_equal(frame, cpu[k], err_msg=f"frame {k}")
 
 
 @nvdec
@@ -539,3 +541,5 @@ def test_nvdec_on_a_codec_it_may_not_take(tmp_path):
         else:
             np.testing.assert_array_equal(got, cpu)
         np.testing.assert_array_equal(portcv.to_numpy(read_video(path, gray=True)), cpu)  # auto always reads it
+        # odd sizes in colour: NVDEC refuses them, auto reads the CPU's (FFmpeg's rgb24)
+        np.testing.assert_array_equal(portcv.to_numpy(read_video(path)), read_video(path, device="cpu"))

@@ -88,10 +88,13 @@ class VideoReader:
     ------
     VideoError
         The file is missing or cannot be decoded; ``device="gpu"`` without PyNvVideoCodec, on a
-        codec NVDEC does not take, or on a machine without NVDEC (a ``ValueError``).
+        codec NVDEC does not take, on frames it does not hand out in colour (not NV12, or of
+        an odd size), or on a machine without NVDEC (a ``ValueError``).
     ValueError
         ``device`` is not one of the three, or ``device="gpu"`` with a host backend (NumPy, JAX
-        on the CPU).
+        on the CPU); ``threads`` is negative.
+    TypeError
+        ``threads`` is not an integer, or ``table`` is not a pair of lists of integers.
 
     Examples
     --------

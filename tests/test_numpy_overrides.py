@@ -271,6 +271,8 @@ OVERRIDE_DRIVERS = {
                                                                   region_size=(12, 14)),
     "resize": lambda: (portcv.transform.resize(_RNG.integers(0, 256, (22, 26, 3), dtype=np.uint8), size=(13, 11)),
                        portcv.transform.resize(_RNG.integers(0, 256, (22, 26, 2), dtype=np.uint8), size=(13, 11))),
+    "yuv420_to_rgb": lambda: (portcv.color.nv12_to_rgb(_RNG.integers(0, 256, (2, 63, 44), dtype=np.uint8)),
+                              portcv.color.i420_to_bgr(_RNG.integers(0, 256, (30, 18), dtype=np.uint8))),
     "rgb_to_gray": lambda: portcv.color.rgb_to_gray(_RNG.integers(0, 256, (131, 129, 3), dtype=np.uint8)),
     "separable_filter": lambda: portcv.filters.gaussian_blur(_RGB, ksize=5, sigma=1.2),
     "spline_prefilter": lambda: portcv.transform.zoom(_BATCH, 1.5),

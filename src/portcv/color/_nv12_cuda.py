@@ -28,9 +28,8 @@ def _yuv420_to_rgb_cupy(yuv: Any, *, layout: str, chroma_order: str, channel_ord
     height = rows * 2 // 3
     out = cupy.empty(tuple(yuv.shape[:-2]) + (height, width, 3), dtype=cupy.uint8)
     n_blocks = out.size // 12  # 2 x 2 pixels of 3 bytes
-    name = (f"portcv_yuv420_to_rgb<{_LAYOUT_CODES[layout]},{int(chroma_order == 'vu')},"
-            f"{int(channel_order == 'bgr')}>")
+    code, vu, bgr = _LAYOUT_CODES[layout], int(chroma_order == "vu"), int(channel_order == "bgr")
     grid, block = launch_1d(n_blocks)
-    cuda_function(__name__, name)(grid, block, (yuv, out, cupy.int64(n_blocks), cupy.int32(height),
-                                                cupy.int32(width)))
+    kernel = cuda_function(__name__, f"portcv_yuv420_to_rgb<{code},{vu},{bgr}>")
+    kernel(grid, block, (yuv, out, cupy.int64(n_blocks), cupy.int32(height), cupy.int32(width)))
     return out

@@ -189,6 +189,10 @@ GLOBAL_OPS: dict[str, str] = {
     "transform.zoom": "its coordinate tables follow from the whole image's size",
     "transform.spline_filter": "a recursive (infinite impulse response) filter: every pixel reads the whole row",
     "detect.detect_video": "multi-scale windows grouped over the whole frame",
+    "color.nv12_to_rgb": "a decoder's frame: the chroma rows follow the luma rows of the whole frame",
+    "color.nv12_to_bgr": "a decoder's frame: the chroma rows follow the luma rows of the whole frame",
+    "color.i420_to_rgb": "a decoder's frame: the chroma planes follow the luma rows of the whole frame",
+    "color.i420_to_bgr": "a decoder's frame: the chroma planes follow the luma rows of the whole frame",
     "detect.mct": "its default border='valid' returns a smaller image; not tiled yet (its halo would be 1)",
     "filters.joint_bilateral": "not tiled yet: it takes a guide and a source image, and the tile engine splits "
                                "one image (its halo would be d // 2)",

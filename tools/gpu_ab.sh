@@ -5,13 +5,15 @@
 #   here:   rm -rf .device/base && mkdir -p .device/base && git archive main src | tar -x -C .device/base
 #   device: BASE=.device/base bash tools/gpu_ab.sh python3 -m tools.measure kernel-split dcbf
 # The command runs in the repository root (python3 -m tools.measure kernel-split, zoom-timing,
-# volume-timing, ...: the measurements come from this tree, portcv from each side); wheels in
+# volume-timing, ...: the measurements and the timer come from this tree, portcv from each side); wheels in
 # .whl/ are installed first as tools/gpu_check.sh does.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BASE=${BASE:-.device/base}
 [ -d "$BASE/src/portcv" ] || { echo "gpu_ab: no $BASE/src/portcv (see the header)" >&2; exit 1; }
 BASE=$(cd "$BASE" && pwd)
+# Both sides are timed by this tree's timer: the base's own may differ or predate portcv._timing.
+cp src/portcv/_timing.py "$BASE/src/portcv/_timing.py"
 SITE=""
 if compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/portcv-site .whl/*.whl || exit 1

@@ -8,7 +8,7 @@
 Run from the repository root. Each generator is a module of ``tools/generators/`` (or, for the
 figures, a script beside the image it draws in ``docs/img/``, and ``tools/benchmark_report.py``,
 which ``portcv``'s tests load by that path), run in a child process with the command line it
-always took. ``tests/test_regenerate.py`` runs ``--check`` of the cheap targets, and names the
+always took. ``tests/test_tools.py`` runs ``--check`` of the cheap targets, and names the
 others as skipped with the reason.
 """
 

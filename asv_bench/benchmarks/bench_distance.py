@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 
 import portcv
-from portcv import _timing as timing
 
 from ._common import BACKENDS, Benchmark, Operation, not_supported, require
-from ._common import gpu_timing as _timing  # the name GpuTime.setup used: asv versions a benchmark by its source
+from ._common import timing
+from ._common import gpu_timing as _timing  # the same module, as a function; the name GpuTime.setup used: asv versions a benchmark by its source
 
 SCIPY = "scipy"
 #: name -> (m, n, l)

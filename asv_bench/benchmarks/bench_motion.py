@@ -21,7 +21,6 @@ import statistics
 import numpy as np
 
 import portcv
-from portcv import _timing as timing
 
 from ._common import (
     BACKENDS,
@@ -31,6 +30,7 @@ from ._common import (
     Operation,
     require,
     rgb_image,
+    timing,
 )
 
 #: Edge thresholds of the benchmark video (the paper's Fig. 12: t_l = 70, t_h = 80).

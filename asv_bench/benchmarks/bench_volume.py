@@ -18,9 +18,8 @@ import importlib
 import numpy as np
 
 import portcv
-from portcv import _timing as timing
 
-from ._common import BACKENDS, Benchmark, Operation, gpu_timing, not_supported, require
+from ._common import BACKENDS, Benchmark, Operation, gpu_timing, not_supported, require, timing
 
 SCIPY, CUPYX = "scipy", "cupyx"
 KS = [5, 7, 9, 11, 13, 15]

@@ -207,7 +207,7 @@ def test_a_damaged_tiff_is_a_store_error_naming_it(tmp_path, tiff_bytes, damage)
     path = tmp_path / "scene.tif"
     if damage == "truncated":
         path.write_bytes(tiff_bytes[: len(tiff_bytes) // 2])
-        match = r"cannot decode chunk '[c/.\d]+' of '.*scene.tif': zlib.error"  # key: '0.1.0' or 'c/0/1/0' (zarr)
+        match = r"cannot decode chunk '(\d\.\d\.0|c/\d/\d/0)' of '.*scene.tif': zlib.error"  # the key as zarr 3.1 / 3.4 spell it
     elif damage == "corrupted":
         data = bytearray(tiff_bytes)
         for i in range(len(data) // 3, len(data) // 3 + 100):

@@ -534,7 +534,6 @@ def test_soak_short(backend):
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_soak_long():
     """>= 2000 frames (docs/stream.md quotes a run)."""
     frames = 2400

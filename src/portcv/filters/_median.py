@@ -37,7 +37,8 @@ MIN_KSIZE, MAX_KSIZE = 3, 15
 _NETWORK_THREADS, _NETWORK_TILE_PX, _NETWORK_TILE_H = 128, 128, 32  # a block: 128 pixels x 32 rows
 _HISTOGRAM_THREADS = 32  # a block (one warp): 4 * groups pixels x HISTOGRAM_STRIP rows
 _HISTOGRAM_GROUPS = {1: 32, 2: 16, 3: 8, 4: 8}  # 4-pixel groups per block (HistogramGroups<C>)
-#: The CUDA source whose generated circuits (tools/median_networks.py) both GPU backends run.
+#: The CUDA source both GPU backends run; its circuit blocks are generated
+#: (``python -m tools.regenerate median-networks``).
 MEDIAN_CU = Path(__file__).with_name("_median.cu")
 #: Window sizes with a tile circuit in _median.cu.
 CIRCUIT_KSIZES = (3, 5)
@@ -84,7 +85,7 @@ def tile_circuit(ksize: int) -> tuple[int, int, tuple[tuple[str, int, int, int],
     ``(tx + k - 1) x (ty + k - 1)`` footprint: input value ``j * (tx + k - 1) + f`` is footprint
     row ``j``, column ``f``; each gate ``(kind, d, a, b)`` (kind ``'MIN'`` or ``'MAX'``) sets value
     ``d`` from values ``a`` and ``b``, in order; ``outputs[(x, y)]`` is the value holding the
-    median of output ``(x, y)``. ``tools/median_networks.py`` generates these tables and the
+    median of output ``(x, y)``. ``tools/generators/median_networks.py`` generates these tables and the
     same circuits in ``_median.cu``; the tests prove every output with the 0-1 principle and
     check that both forms agree.
     """

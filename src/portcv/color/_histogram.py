@@ -167,7 +167,8 @@ def pallas_histogram(shape: tuple, bins: int, has_channels: bool, interpret: boo
     """Jitted counts (int64) of one-channel uint8 images of ``shape`` by a Pallas (Triton) kernel,
     or ``None`` where it does not apply (several channels, empty or too many frames).
 
-    A GPU scatter-add of every pixel costs one global atomic per pixel. Here a program counts 1024 pixels per step as a matrix product: with
+    A GPU scatter-add of every pixel costs one global atomic per pixel. Here a program counts
+    1024 pixels per step as a matrix product: with
     ``H[p, i] = (value_p >> 4 == i)`` and ``L[p, j] = (value_p & 15 == j)`` (int8 one-hots built
     in registers), ``(H^T L)[i, j]`` is the number of pixels of value ``16 i + j``: an exact
     integer MMA (int32 accumulator) on the tensor cores. Programs write their 16 x 16 counts; one

@@ -184,15 +184,7 @@ def jax_queue_ms(fn, repeat=100, warmup=5, rounds=5):
 
     for _ in range(warmup):
         jax.block_until_ready(fn())
-    per_call = []
-    for _ in range(rounds):
-        t0 = _clock()
-        out = None
-        for _ in range(repeat):
-            out = fn()
-        jax.block_until_ready(out)
-        per_call.append((_clock() - t0) * 1e3 / repeat)
-    return statistics.median(per_call)
+    return queued_s(fn, jax.block_until_ready, calls=repeat, rounds=rounds) * 1e3
 
 
 def queued_ms(backend_name, fn, repeat=20, warmup=3, rounds=3):
@@ -210,23 +202,14 @@ def jax_time_ms(fn, repeat=100, warmup=5):
 
     for _ in range(warmup):
         jax.block_until_ready(fn())
-    times = []
-    for _ in range(repeat):
-        t0 = _clock()
-        jax.block_until_ready(fn())
-        times.append((_clock() - t0) * 1e3)
-    return statistics.median(times)
+    times = synced_s(lambda: jax.block_until_ready(fn()), min_calls=repeat, max_calls=repeat)
+    return statistics.median(times) * 1e3
 
 
 def host_time_ms(fn, repeat=5):
     """Median wall time (ms) of ``repeat`` host calls after one warm-up call (NumPy, OpenCV)."""
     fn()
-    times = []
-    for _ in range(repeat):
-        t0 = _clock()
-        fn()
-        times.append((_clock() - t0) * 1e3)
-    return statistics.median(times)
+    return statistics.median(synced_s(fn, min_calls=repeat, max_calls=repeat)) * 1e3
 
 
 def copy_bandwidth_gbs():
@@ -243,15 +226,12 @@ def synced_ms(fn: Callable[[], Any], n: int = 50) -> float:
     """Median latency of one CuPy call waited for on the host (ms), after one warm-up call."""
     import cupy
 
-    fn()
-    cupy.cuda.get_current_stream().synchronize()
-    times = []
-    for _ in range(n):
-        t0 = _clock()
+    def call() -> None:
         fn()
         cupy.cuda.get_current_stream().synchronize()
-        times.append((_clock() - t0) * 1e3)
-    return statistics.median(times)
+
+    call()
+    return statistics.median(synced_s(call, min_calls=n, max_calls=n)) * 1e3
 
 
 def timed(fn: Callable[[], Any], repeat: int, cupy_events: bool) -> tuple[Any, float, float | None]:

@@ -15,7 +15,8 @@ Three implementations, one result: the portable array-API version (flags -> incl
 ``cumulative_sum`` -> ranks -> scatter into ``capacity + 1`` slots, the last a dump slot for
 bytes that are not sent; it is what JAX traces under ``jit`` and what ``numpy:readonly`` runs),
 a NumPy override (``flatnonzero``; the same result, much faster than the scatter on the host,
-checked against the portable version by the test suite) and a CuPy override (``_delta_cuda.py``) running ``_delta_cuda.cu``: a counting pass,
+checked against the portable version by the test suite) and a CuPy override (``_delta_cuda.py``)
+running ``_delta_cuda.cu``: a counting pass,
 a single-block scan of the per-block counts and a compaction pass, all with 16-byte vectors,
 no atomics.
 """

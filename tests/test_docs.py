@@ -195,10 +195,13 @@ PATH = re.compile(
 
 
 def _tracked() -> list[str]:
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    # Tracked files plus the untracked ones git does not ignore: a copy of the working tree whose
+    # git index is older than its files (the GPU machine's) still lists every file it holds.
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True)
     if listed.returncode != 0:
         pytest.skip("needs the git checkout (git ls-files)")
-    files = listed.stdout.split()
+    files = sorted(set(listed.stdout.split()))
     folders = {"/".join(f.split("/")[:k]) + "/" for f in files for k in range(1, f.count("/") + 1)}
     return files + sorted(folders)
 

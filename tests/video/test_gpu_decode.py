@@ -115,6 +115,12 @@ class StubDemuxer:
     def GetNvCodecId(self):
         return f"cudaVideoCodec.{self.codec}"
 
+    def Height(self):
+        return 2 * len(self.frames[0]) // 3
+
+    def Width(self):
+        return self.frames[0].shape[1]
+
     def __iter__(self):
         yield from range(len(self.frames))
         yield None  # the end of the stream: flushes the decoder
@@ -284,21 +290,39 @@ def test_gpu_colour_equals_the_cpu_colour_frame_for_frame(clip, gpu, backend):
             np.testing.assert_array_equal(portcv.to_numpy(next(seeking)), cpu[index], err_msg=f"frame {index}")
 
 
-def test_colour_of_odd_sizes_is_read_on_the_cpu(tmp_path, gpu):
-    """OpenCV's conversion is not defined for odd sizes: the CPU path converts them with FFmpeg,
-    which NVDEC's frames cannot match, so NVDEC refuses them in colour and auto reads the CPU's."""
+def test_odd_sizes_are_read_on_the_cpu(tmp_path, gpu):
+    """NVDEC crops or pads the surfaces of odd-sized streams to even sizes (47 x 63 MPEG-4 decodes
+    to 46 x 64 on the H200): it refuses them, in gray and colour, and auto reads the CPU's."""
     path = tmp_path / "odd.mp4"
     portcv.video.write_video(path, portcv.data.moving_shapes(5, 47, 63, seed=4))  # MPEG-4: odd sizes
-    cpu = read_video(path, device="cpu")
+    cpu, cpu_gray = read_video(path, device="cpu"), read_video(path, gray=True, device="cpu")
     assert cpu.shape == (5, 47, 63, 3)
-    with pytest.raises(VideoError, match=r"odd.mp4' in colour on the GPU: its frames have an odd width or "
-                                         r"height \(an NV12 surface of shape \(71, 63\)\); use device='cpu'"):
-        read_video(path, device="gpu")
+    for gray in (False, True):
+        with pytest.raises(VideoError, match=r"odd.mp4' on the GPU: its frames are 63 x 47, and NVDEC decodes "
+                                             r"only even widths and heights exactly; use device='cpu'"):
+            read_video(path, gray=gray, device="gpu")
+    assert gpu.decode_calls == 0  # refused from the stream's header, before any decode
     reader = VideoReader(path)  # auto: NVDEC is tried, then the CPU decodes
     np.testing.assert_array_equal(np.stack(host(reader)), cpu)
     assert reader.decoder == "cpu"
-    gray = read_video(path, gray=True, device="gpu")  # the Y plane has no conversion: NVDEC reads it
-    np.testing.assert_array_equal(portcv.to_numpy(gray), read_video(path, gray=True, device="cpu"))
+    np.testing.assert_array_equal(portcv.to_numpy(read_video(path, gray=True)), cpu_gray)
+
+
+def test_a_demuxer_without_the_size_still_refuses_odd_colour(tmp_path, gpu, monkeypatch):
+    path = tmp_path / "odd.mp4"
+    portcv.video.write_video(path, portcv.data.moving_shapes(5, 47, 63, seed=4))
+    monkeypatch.delattr(StubDemuxer, "Height")
+    with pytest.raises(VideoError, match=r"odd.mp4' in colour on the GPU: its frames have an odd width or "
+                                         r"height \(an NV12 surface of shape \(71, 63\)\); use device='cpu'"):
+        read_video(path, device="gpu")
+
+
+def test_a_surface_of_another_size_than_the_stream_is_an_error(clip, gpu, monkeypatch):
+    """Rows NVDEC drops or adds are never handed out as the frame."""
+    monkeypatch.setattr(StubDemuxer, "Height", lambda self: 50)
+    with pytest.raises(VideoError, match=r"clip.mp4' on the GPU: NVDEC returned a 64 x 48 frame of a 64 x 50 "
+                                         r"stream; use device='cpu'"):
+        read_video(clip, gray=True, device="gpu")
 
 
 def test_surfaces_that_are_not_nv12_are_read_on_the_cpu(clip, gpu, monkeypatch):
@@ -393,16 +417,30 @@ def test_a_machine_without_nvdec(clip, monkeypatch, backend):
 
 
 def test_a_codec_nvdec_does_not_take(clip, monkeypatch, backend):
-    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", make_stub(unsupported=("MPEG4",), codec="MPEG4"))
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", make_stub(unsupported=("AV1",), codec="AV1"))
     monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
     with portcv.using(backend):
         with pytest.raises(VideoError, match=rf"{clip.name}' on the GPU: NVDEC does not take its codec "
-                                             r"\(cudaVideoCodec.MPEG4\).*device='cpu'"):
+                                             r"\(cudaVideoCodec.AV1\).*device='cpu'"):
             read_video(clip, gray=True, device="gpu")
         reader = VideoReader(clip, start=6, gray=True)
         got = list(reader)
         assert reader.decoder == "cpu" and len(got) == 17
         np.testing.assert_array_equal(np.stack(got), read_video(clip, gray=True, device="cpu")[6:])
+
+
+@pytest.mark.parametrize("codec", ["MPEG4", "MPEG2", "JPEG"])
+def test_codecs_without_an_exact_decode_are_read_on_the_cpu(clip, monkeypatch, codec):
+    """Where the standard leaves the inverse DCT to the decoder, NVDEC's bits are not FFmpeg's."""
+    stub = make_stub(codec=codec)
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", stub)
+    monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
+    with pytest.raises(VideoError, match=rf"clip.mp4' on the GPU: NVDEC's decode of its codec \(cudaVideoCodec.{codec}\) "
+                                         r"is not bit for bit FFmpeg's .*use device='cpu'"):
+        read_video(clip, gray=True, device="gpu")
+    reader = VideoReader(clip, gray=True)
+    np.testing.assert_array_equal(np.stack(host(reader)), read_video(clip, gray=True, device="cpu"))
+    assert reader.decoder == "cpu" and stub.decode_calls == 0
 
 
 def test_file_errors_on_both_paths(tmp_path, gpu):
@@ -528,18 +566,28 @@ def test_nvdec_colour_equals_opencv_on_the_pyav_planes(real_clip):
 
 
 @nvdec
-def test_nvdec_on_a_codec_it_may_not_take(tmp_path):
-    """MPEG-4 part 2 (portcv's writer's codec for odd sizes): NVDEC decodes it exactly or says no."""
-    path = tmp_path / "odd.mp4"
-    portcv.video.write_video(path, portcv.data.moving_shapes(6, 47, 63, seed=2))
+def test_nvdec_refuses_mpeg4_and_auto_reads_it_on_the_cpu(tmp_path):
+    """MPEG-4 part 2 (portcv's writer's codec for odd sizes) leaves the inverse DCT to the decoder:
+    NVDEC's frames differed from FFmpeg's by up to 2 levels, so the GPU path refuses the codec."""
+    path = tmp_path / "even.mp4"
+    portcv.video.write_video(path, portcv.data.moving_shapes(6, 48, 64, seed=2), codec="mpeg4")
     cpu = read_video(path, gray=True, device="cpu")
     with portcv.using("cupy"):
-        try:
-            got = portcv.to_numpy(read_video(path, gray=True, device="gpu"))
-        except VideoError as exc:
-            assert "odd.mp4" in str(exc) and "device='cpu'" in str(exc)
-        else:
-            np.testing.assert_array_equal(got, cpu)
-        np.testing.assert_array_equal(portcv.to_numpy(read_video(path, gray=True)), cpu)  # auto always reads it
-        # odd sizes in colour: NVDEC refuses them, auto reads the CPU's (FFmpeg's rgb24)
-        np.testing.assert_array_equal(portcv.to_numpy(read_video(path)), read_video(path, device="cpu"))
+        with pytest.raises(VideoError, match=r"even.mp4' on the GPU: NVDEC's decode of its codec .*MPEG4"):
+            read_video(path, gray=True, device="gpu")
+        reader = VideoReader(path, gray=True)
+        np.testing.assert_array_equal(np.stack(host(reader)), cpu)  # auto always reads it, the CPU's bits
+        assert reader.decoder == "cpu"
+
+
+@nvdec
+def test_nvdec_refuses_odd_sizes_and_auto_reads_them_on_the_cpu(tmp_path):
+    """NVDEC decodes a 47 x 63 stream to 46 x 64 surfaces: a row would be lost, so it is refused."""
+    path = tmp_path / "odd.mp4"
+    portcv.video.write_video(path, portcv.data.moving_shapes(6, 47, 63, seed=2))
+    with portcv.using("cupy"):
+        for gray in (True, False):
+            with pytest.raises(VideoError, match=r"odd.mp4' on the GPU"):  # its codec or its size
+                read_video(path, gray=gray, device="gpu")
+            np.testing.assert_array_equal(portcv.to_numpy(read_video(path, gray=gray)),
+                                          read_video(path, gray=gray, device="cpu"))

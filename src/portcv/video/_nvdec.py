@@ -81,6 +81,13 @@ def _is_unsupported(exc: BaseException) -> bool:
     return "unsupported" in text or "not supported" in text
 
 
+#: Codecs whose standards fix every decoded sample (integer transforms, normative rounding), so
+#: NVDEC returns FFmpeg's bits. MPEG-1/2, MPEG-4 part 2 and JPEG leave the inverse DCT to each
+#: decoder: on the H200, NVDEC's MPEG-4 frames differ from FFmpeg's by up to 2 levels in 3 % of
+#: their pixels. Those are read on the CPU.
+EXACT_CODECS = frozenset({"H264", "HEVC", "AV1", "VP9", "VP8"})
+
+
 def frames(path: Path, start: int, gray: bool, backend: Any) -> Iterator[Any]:
     """Frames ``start, start + 1, ...`` of ``path`` decoded by NVDEC, as owned arrays of ``backend``.
 
@@ -94,6 +101,16 @@ def frames(path: Path, start: int, gray: bool, backend: Any) -> Iterator[Any]:
     except Exception as exc:  # FFmpeg's demuxer inside PyNvVideoCodec: not a video, no video stream
         raise VideoError(f"cannot read video {str(path)!r}: {type(exc).__name__}: {exc}") from None
     codec = _codec_name(demuxer)
+    if codec.rsplit(".", 1)[-1].upper() not in EXACT_CODECS:
+        raise NvdecUnavailable(f"cannot decode video {str(path)!r} on the GPU: NVDEC's decode of its codec ({codec}) "
+                               "is not bit for bit FFmpeg's (the standard leaves the inverse DCT to each decoder); "
+                               "use device='cpu'")
+    size = _stream_size(demuxer)
+    if size is not None and (size[0] % 2 or size[1] % 2):
+        # NVDEC's surfaces of odd-sized streams are cropped or padded to even sizes (an H.264 or
+        # MPEG-4 stream of 47 x 63 decodes to 46 x 64 on the H200): rows would be lost
+        raise NvdecUnavailable(f"cannot decode video {str(path)!r} on the GPU: its frames are {size[1]} x {size[0]}, "
+                               "and NVDEC decodes only even widths and heights exactly; use device='cpu'")
     try:
         decoder = nvc.CreateDecoder(gpuid=0, codec=demuxer.GetNvCodecId(), cudacontext=0, cudastream=0,
                                     usedevicememory=True)
@@ -113,7 +130,7 @@ def frames(path: Path, start: int, gray: bool, backend: Any) -> Iterator[Any]:
                                  f"{type(exc).__name__}: {exc}") from None
             for surface in decoded:
                 if index >= start:
-                    frame, wait = _owned(surface, gray, convert, backend, path)
+                    frame, wait = _owned(surface, gray, convert, backend, path, size)
                     pending.append(wait)
                     yield frame
                 index += 1
@@ -136,6 +153,14 @@ def _codec_name(demuxer: Any) -> str:
         return "unknown codec"
 
 
+def _stream_size(demuxer: Any) -> tuple[int, int] | None:
+    """The stream's ``(height, width)`` from its header, or None where the demuxer does not say."""
+    try:
+        return int(demuxer.Height()), int(demuxer.Width())
+    except Exception:  # noqa: BLE001 - a demuxer without the size: the surface's shape is checked alone
+        return None
+
+
 def _nv12_to_rgb() -> Any:
     from .. import color
 
@@ -147,7 +172,8 @@ def _nv12_to_rgb() -> Any:
     return convert
 
 
-def _owned(surface: Any, gray: bool, convert: Any, backend: Any, path: Path) -> tuple[Any, Any]:
+def _owned(surface: Any, gray: bool, convert: Any, backend: Any, path: Path,
+           size: tuple[int, int] | None) -> tuple[Any, Any]:
     """One decoded surface as an array of ``backend`` that no later decode writes into, and a
     callable that waits until that array is written (``None`` where it already is)."""
     fmt = getattr(surface, "format", None)
@@ -165,6 +191,9 @@ def _owned(surface: Any, gray: bool, convert: Any, backend: Any, path: Path) -> 
         raise NvdecUnavailable(f"cannot decode video {str(path)!r} in colour on the GPU: its frames have an "
                                f"odd width or height (an NV12 surface of shape {tuple(nv12.shape)}); use device='cpu'")
     height = (2 * nv12.shape[0]) // 3  # NV12 rows: H of luma, then ceil(H / 2) of chroma
+    if size is not None and (height, nv12.shape[1]) != size:
+        raise VideoError(f"cannot decode video {str(path)!r} on the GPU: NVDEC returned a {nv12.shape[1]} x {height} "
+                         f"frame of a {size[1]} x {size[0]} stream; use device='cpu'")
     frame = _copy(backend, nv12[:height]) if gray else convert(nv12)
     return frame, _written(frame)
 

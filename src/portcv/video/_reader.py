@@ -88,8 +88,8 @@ class VideoReader:
     ------
     VideoError
         The file is missing or cannot be decoded; ``device="gpu"`` without PyNvVideoCodec, on a
-        codec NVDEC does not take, on frames it does not hand out in colour (not NV12, or of
-        an odd size), or on a machine without NVDEC (a ``ValueError``).
+        codec NVDEC does not take, on frames it does not hand out exactly (not NV12, or of an
+        odd width or height), or on a machine without NVDEC (a ``ValueError``).
     ValueError
         ``device`` is not one of the three, or ``device="gpu"`` with a host backend (NumPy, JAX
         on the CPU); ``threads`` is negative.

@@ -10,9 +10,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
-if compgen -G ".whl/*.whl" > /dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/portcv-site .whl/*.whl || exit 1
-  if [ -f .whl/cv2site.tar.xz ]; then tar xJf .whl/cv2site.tar.xz -C /tmp/portcv-site || exit 1; fi
+WHEELS=${WHEELS:-.whl}  # or .whl-video (tools/fetch_gpu_wheels.sh says what each holds)
+if compgen -G "$WHEELS/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/portcv-site "$WHEELS"/*.whl || exit 1
+  for site in "$WHEELS"/cv2site.tar.xz "$WHEELS"/video-site.tar.xz; do
+    if [ -f "$site" ]; then tar xJf "$site" -C /tmp/portcv-site || exit 1; fi
+  done
   export PYTHONPATH=/tmp/portcv-site:$PWD/src
 else
   export PYTHONPATH=$PWD/src

@@ -232,7 +232,8 @@ def test_import_portcv_is_light_and_domains_are_lazy():
     import sys
 
     code = ("import sys, portcv; assert 'cupy' not in sys.modules and 'jax' not in sys.modules; "
-            "assert 'portcv.detect' not in sys.modules; portcv.stream; portcv.detect; print('ok')")
+            "assert 'portcv.detect' not in sys.modules; portcv.stream; portcv.detect; "
+            "[getattr(portcv, d) for d in portcv.DOMAINS]; assert 'numba' not in sys.modules; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr
 

@@ -11,6 +11,8 @@ function passes it (the readonly backend runs the portable versions on contiguou
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,16 @@ import portcv.backends.numpy as host
 from portcv._kernel import KERNELS
 
 from .helpers import assert_same_bits
+
+
+@pytest.fixture(autouse=True, params=["compiled", "vectorized"])
+def numpy_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs each override twice: its loops compiled with Numba (the ``cpu``
+    extra) and its vectorized NumPy path (``PORTCV_NUMBA=0``, the path without numba)."""
+    if request.param == "compiled" and importlib.util.find_spec("numba") is None:
+        pytest.skip("the compiled path needs numba (pip install 'portcv[cpu]')")
+    monkeypatch.setenv("PORTCV_NUMBA", "1" if request.param == "compiled" else "0")
+    return request.param
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from typing import Any
@@ -33,6 +34,30 @@ class NumpyBackend(Backend):
 
 
 # -- host helpers of the NumPy overrides ----------------------------------------------------
+#: The options of every loop the NumPy overrides compile with Numba (their ``_x_numba.py``
+#: twins): compiled on first use per process and signature and cached on disk (``cache=True``),
+#: the GIL released so that bands of rows run on :func:`run_bands`' threads (Numba's own
+#: parallel layers are not safe to enter from several threads at once, which Dask's threads and
+#: users' thread pools do), and no ``fastmath``: the portable code's arithmetic, bit for bit.
+NUMBA_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "boundscheck": False, "error_model": "numpy"}
+
+
+def compiled() -> bool:
+    """Whether the NumPy overrides run their loops compiled with Numba: numba is installed (the
+    ``cpu`` extra) and ``PORTCV_NUMBA`` is not ``0`` (``0`` runs the vectorized NumPy overrides,
+    the path without numba). numba itself is imported by the first compiled loop that runs."""
+    import os
+
+    return os.environ.get("PORTCV_NUMBA", "1") != "0" and _numba_installed()
+
+
+@functools.cache
+def _numba_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
+
+
 _POOL: Any = None
 _POOL_LOCK = threading.Lock()
 

@@ -38,9 +38,20 @@ def _rgb_to_gray_numpy(rgb: Any, *, method: str) -> Any:
 
     from ..backends.numpy import run_bands
 
+    from ..backends.numpy import compiled, run_bands
+
     if rgb.dtype != np.uint8 or rgb.size == 0:
         return _rgb_to_gray_kernel.portable(backend().xp, rgb, method=method)
     weights, rounding, shift = _FIXED_POINT[method]
+    if compiled():
+        from ._gray_numba import gray_pixels
+
+        flat = np.ascontiguousarray(rgb).reshape(-1)
+        out = np.empty(flat.size // 3, np.uint8)
+        step = max(1 << 16, -(-out.size // 16))  # bands of 64 Ki pixels or more, shared by the threads
+        run_bands(lambda start: gray_pixels(flat, out, start, min(start + step, out.size), weights, rounding, shift),
+                  list(range(0, out.size, step)))
+        return out.reshape(rgb.shape[:-1])
     # A float32 matrix-vector product is exact here: every product (<= 21846 * 255) and every
     # partial sum (<= 32768 * 255 + 16384, or 3 * 21846 * 255) is an integer below 2**24, so no
     # order of summation or FMA can round; (y + rounding) / 2**shift is exact too, and its floor

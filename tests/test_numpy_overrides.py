@@ -366,3 +366,38 @@ def test_numpy_overrides_on_non_contiguous_inputs_equal_the_portable_versions(
                     assert_same_bits(e, a)
             else:
                 assert_same_bits(expected, actual)
+
+
+@pytest.mark.parametrize("name", ["haarcascade_frontalface_default.xml", "lbpcascade_frontalface_opencv.xml"])
+def test_cascade_stages_window_by_window_equal_the_portable_version(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled evaluation takes each window through its stump stages and stops at the first
+    it fails: on a real face (scikit-image's astronaut), the statuses of the calls a detection
+    makes, of a stage range that starts mid-cascade, and without the variance check, are the
+    portable version's."""
+    skimage_data = pytest.importorskip("skimage.data")
+    face = np.ascontiguousarray(skimage_data.astronaut()[20:180:2, 150:310:2, 0])
+    detector = portcv.detect.CascadeDetector(portcv.detect.load_cascade(name).truncated(6))
+    k = KERNELS["cascade_evaluate"]
+    original = k.overrides["numpy"]
+    calls: list[tuple[tuple, dict]] = []
+
+    def record(*arrays: object, **params: object) -> object:
+        calls.append((arrays, dict(params)))
+        return original.fn(*arrays, **params)
+
+    from portcv._kernel import Override
+
+    monkeypatch.setitem(k.overrides, "numpy", Override(record, original.supports))
+    with portcv.using("numpy"):
+        detector.detect(face)
+    monkeypatch.setitem(k.overrides, "numpy", original)
+    statuses = []
+    for arrays, params in calls:
+        variants = [params, {**params, "stage_begin": min(2, params["stage_end"]), "check_variance": False}]
+        for p in variants:
+            expected = k.portable(portcv.backends.get("numpy").xp, *arrays, **p)
+            actual = original.fn(*arrays, **p)
+            assert_same_bits(expected, actual)
+            statuses.append(np.asarray(actual))
+    every = np.concatenate(statuses)
+    assert (every == 1).any() and (every < 0).any()  # windows that pass every stage, and rejects at later stages

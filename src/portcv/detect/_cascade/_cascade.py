@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..._kernel import kernel
+from ...backends.numpy import compiled
 from .._scan._kernels import block_size, compact_kernel, jax_blocked, numpy_blocks
 
 
@@ -107,6 +108,16 @@ def _integrals_numpy(packed: Any, *, tilted: bool) -> Any:
     # wrap modulo 2**32 whatever the order of the additions, so the bits are the portable's.
     if tilted:
         return integrals_kernel.portable(np, packed, tilted=True)
+    if compiled():
+        from ._cascade_numba import integral_rows
+
+        x = np.ascontiguousarray(packed)
+        h, w = x.shape
+        sums, sqsums = np.empty((h + 1, w + 1), np.uint32), np.empty((h + 1, w + 1), np.uint32)
+        sums[0] = sqsums[0] = 0
+        integral_rows(x, sums)
+        integral_rows(np.multiply(x, x, dtype=np.uint32), sqsums)  # as the portable's uint32 x * x
+        return sums, sqsums, sums
     x = np.asarray(packed).astype(np.uint32)
     sums = _integral_numpy(x)
     np.multiply(x, x, out=x)  # 255^2 fits uint32 (any wider input wraps as the portable's x * x)
@@ -302,6 +313,10 @@ def _evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: An
             alive = np.flatnonzero(~bad)
     stumps = _NumpyStumps(arrays, offs, feature_type, stages, stage_begin, stage_end)
     thr_fixed = arrays[0]
+    stump_stages = all(stages[s][2] == 1 for s in range(stage_begin, stage_end))
+    if compiled() and alive.size and stage_end > stage_begin and stump_stages:
+        _evaluate_compiled(stumps, img, win_all, nf_all, alive, status, thr_fixed, stage_begin, stage_end)
+        return status
     first = stage_begin
     if feature_type == "haar" and first < stage_end and stages[first][2] == 1 and alive.size >= NUMPY_DENSE_MIN:
         # On the large rectangles of windows (a scan grid's levels) the first stage's lookups
@@ -332,6 +347,33 @@ def _evaluate_numpy(sums: Any, sqsums: Any, tilt: Any, windows: Any, *arrays: An
         status[alive[~passed]] = -s
         alive = alive[passed]
     return status
+
+
+def _evaluate_compiled(stumps: "_NumpyStumps", img: np.ndarray, win_all: np.ndarray, nf_all: Any, alive: np.ndarray,
+                       status: np.ndarray, thr_fixed: Any, begin: int, end: int) -> None:
+    """Stump stages ``[begin, end)`` at the windows ``alive``, one window at a time through its
+    stages (``_cascade_numba``), in blocks on the NumPy workers; writes ``status[alive]``."""
+    from . import _cascade_numba
+
+    layout = stumps.packed(begin, end)
+    threshold = np.asarray(thr_fixed)[begin:end].astype(np.int64)
+    win = win_all[alive].astype(np.int64)
+    out = np.empty(alive.size, np.int32)
+    if stumps.feature_type == "haar":
+        img32, nf = img.view(np.int32), nf_all[alive]
+        offsets, coefs, counts, signed, gains, right_sum, trees = layout
+
+        def run(a: int, b: int) -> None:
+            _cascade_numba.haar_windows(img32, win[a:b], nf[a:b], out[a:b], begin, trees, threshold, right_sum,
+                                        offsets, coefs, counts, signed, gains)
+    else:
+        offsets, luts, trees = layout
+
+        def run(a: int, b: int) -> None:
+            _cascade_numba.lbp_windows(img, win[a:b], out[a:b], begin, trees, threshold, offsets, luts)
+
+    numpy_blocks(alive.size, max(4096, -(-alive.size // 16)), run)
+    status[alive] = out
 
 
 #: Fewest windows for which the first stage looks for rectangles of windows (below: gathers),
@@ -528,6 +570,31 @@ class _NumpyStumps:
 
     def trees(self, s: int) -> int:
         return self.tables[s][0].shape[0]
+
+    def packed(self, begin: int, end: int) -> tuple:
+        """Stages ``[begin, end)``'s tables concatenated for the compiled loops: tree arrays in
+        stage order and ``trees`` (int64 ``(S + 1,)``), stage ``s``'s trees ``trees[s - begin]:
+        trees[s - begin + 1]``. Haar: ``(offsets (T, 12) int64, coefs (T, 12) int32, counts (T,),
+        signed thr^2 (T,) float64, left-minus-right gains (T,) int64, right sums (S,) int64,
+        trees)``; LBP: ``(offsets (T, 16) int64, leaf tables (T, 256) int64, trees)``."""
+        tables = [self.tables[s] for s in range(begin, end)]
+        trees = np.zeros(len(tables) + 1, np.int64)
+        trees[1:] = np.cumsum([t[0].shape[0] for t in tables])
+        if self.feature_type == "haar":
+            counts = []
+            for off, _, lookups, *_ in tables:
+                count = np.zeros(off.shape[0], np.int64)
+                for n in lookups:
+                    count[:n] += 1
+                counts.append(count)
+            return (np.concatenate([t[0] for t in tables]).astype(np.int64),
+                    np.concatenate([t[1] for t in tables]).astype(np.int32),
+                    np.concatenate(counts),
+                    np.concatenate([t[3][:, 0] for t in tables]).astype(np.float64),
+                    np.concatenate([t[5] for t in tables]).astype(np.int64),  # exact integers
+                    np.array([t[4] for t in tables], np.int64), trees)
+        return (np.concatenate([t[0] for t in tables]).astype(np.int64),
+                np.concatenate([t[1].reshape(-1, 256) for t in tables]).astype(np.int64), trees)
 
     def offset_range(self, s: int) -> tuple[int, int]:
         """Smallest and largest corner offset stage ``s`` reads."""

@@ -277,7 +277,11 @@ OVERRIDE_DRIVERS = {
     "mct": lambda: portcv.detect.mct(_BATCH),
     "mct_segment_alive": lambda: portcv.detect.MCTDetector.default().detect(
         portcv.data.synthetic_rgb(64, 72, seed=1)[..., 1], min_neighbors=0),
-    "mct_stage_sums": lambda: OVERRIDE_DRIVERS["mct_segment_alive"](),
+    # the detector's segments reach the stage sums only on the vectorized path: called directly
+    "mct_stage_sums": lambda: KERNELS["mct_stage_sums"](
+        _RNG.integers(0, 511, 3000).astype(np.uint16), np.sort(_RNG.integers(0, 2000, 61)).astype(np.int32),
+        _RNG.integers(0, 999, 30).astype(np.int32), _RNG.integers(-32767, 32768, 30 * 512).astype(np.int16),
+        begin=2, end=29),
     "median_filter": lambda: (portcv.filters.median_filter(_RGB, 3), portcv.filters.median_filter(_GRAY, 5)),
     "region_histograms": lambda: portcv.recognize.lbp_histograms(_RNG.integers(0, 256, (42, 36), dtype=np.uint8),
                                                                   region_size=(12, 14)),

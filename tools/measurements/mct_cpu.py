@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 import portcv
+from portcv.detect._scan._parameters import ScanParameters
 from portcv._timing import interleaved_ms
 
 #: The repository root: the child processes import ``tools.measurements`` from there.
@@ -44,7 +45,9 @@ def stage_counts(det: portcv.detect.MCTDetector, gray: np.ndarray) -> list[int]:
         end = int(c.stage_end[j])
         part = portcv.detect.MCTCascade(c.positions[:end], c.lut[:end], c.stage_end[: j + 1], c.threshold[: j + 1])
         counts.append(len(portcv.detect.MCTDetector(part).candidates(gray, scale_factor=PARAMS["scale_factor"])))
-    levels, geos = det._geometries(gray.shape[1], gray.shape[0], PARAMS["scale_factor"], (24, 24), None, 1, 1)
+    scan = ScanParameters(scale_factor=PARAMS["scale_factor"], min_neighbors=PARAMS["min_neighbors"], min_size=(24, 24),
+                          max_size=None, split_stage=None, step=1)
+    levels, geos = det._geometries(gray.shape[1], gray.shape[0], scan, 1)
     return [sum(g.offsets.size for g in geos)] + counts
 
 

@@ -50,7 +50,7 @@ def _mct_numpy(img: Any) -> Any:
     # version, so the same bits.
     import numpy as np
 
-    from ...backends.numpy import row_bands, run_bands, scratch
+    from ...backends.numpy import compiled, row_bands, run_bands, scratch
 
     x = np.asarray(img)
     if x.dtype != np.uint8:
@@ -59,6 +59,14 @@ def _mct_numpy(img: Any) -> Any:
     planes = x.reshape((-1, h, w))
     out = np.empty(x.shape[:-2] + (h - 2, w - 2), np.uint16)
     flat = out.reshape((-1, h - 2, w - 2))
+    if compiled():
+        from ._mct_numba import mct_rows
+
+        if flat.size:
+            source = np.ascontiguousarray(planes)
+            run_bands(lambda item: mct_rows(source[item[0]], flat[item[0]], item[1], item[2]),
+                      row_bands(h - 2, w - 2, planes=flat.shape[0], target=1 << 16))
+        return out
 
     def band(item: tuple[int, int, int]) -> None:
         p, r0, r1 = item
@@ -196,12 +204,19 @@ def _stage_sums_numpy(codes: Any, offsets: Any, position_offsets: Any, lut: Any,
     # gathers from the codes shifted by its offset (a view), so no per-position index pass or
     # conversion runs (16 % of the stage sums). The same int16 terms in the same order per
     # window, the same exact int32 sums, whichever thread runs a band.
-    from ...backends.numpy import run_bands, scratch
+    from ...backends.numpy import compiled, run_bands, scratch
 
     codes, offsets, position_offsets = np.asarray(codes), np.asarray(offsets), np.asarray(position_offsets)
     rows = np.asarray(lut).reshape(-1, LUT_WIDTH)
     n = offsets.shape[0]
     total = np.zeros(n, np.int32)
+    if compiled() and codes.dtype == np.uint16 and rows.dtype == np.int16:
+        from ._mct_numba import stage_sums
+
+        where, shifts = offsets.astype(np.int64), position_offsets.astype(np.int64)
+        run_bands(lambda a: stage_sums(codes, where[a:a + STAGE_SUMS_BAND], shifts, rows, begin, end,
+                                       total[a:a + STAGE_SUMS_BAND]), list(range(0, n, STAGE_SUMS_BAND)))
+        return total
 
     def band(span: tuple[int, int]) -> None:
         a, b = span
@@ -245,13 +260,15 @@ def _segment_alive_numpy(codes: Any, offsets: Any, plan: Any, count: Any, positi
     # positions can add (each position's smallest LUT entry): their stage sum exceeds the
     # threshold whatever codes follow, so they fail as in the portable version, and the windows
     # kept are decided by their full sums. Exactly the portable flags, 10 % less work on a long stage.
-    from ...backends.numpy import run_bands, scratch
+    from ...backends.numpy import compiled, run_bands, scratch
 
     codes, offsets, plan = np.asarray(codes), np.asarray(offsets), np.asarray(plan)
     position_offsets, thresholds = np.asarray(position_offsets), np.asarray(thresholds)
     rows = np.asarray(lut).reshape(-1, LUT_WIDTH)
     if codes.dtype != np.uint16 or rows.dtype != np.int16:
         return NotImplemented  # the buffers below hold the detector's dtypes
+    if compiled():
+        return _segment_alive_compiled(codes, offsets, plan, count, position_offsets, rows, thresholds, stages)
     if all(e - b < SEGMENT_CHECK_EVERY for _, (b, e) in stages):
         # Too short for a check: the whole-array steps (and _stage_sums_numpy) cost less than the
         # bands' bookkeeping over the millions of windows of the first stages.
@@ -305,4 +322,34 @@ def _segment_alive_numpy(codes: Any, offsets: Any, plan: Any, count: Any, positi
         alive[slot[cur, :m]] = 1
 
     run_bands(band, [(a, min(live, a + STAGE_SUMS_BAND)) for a in range(0, live, STAGE_SUMS_BAND)])
+    return alive
+
+
+def _segment_alive_compiled(codes: np.ndarray, offsets: np.ndarray, plan: np.ndarray, count: Any,
+                            position_offsets: np.ndarray, rows: np.ndarray, thresholds: np.ndarray,
+                            stages: tuple) -> np.ndarray:
+    """The segment one window at a time (``_mct_numba.segment_alive``), in bands on the host threads."""
+    from ...backends.numpy import run_bands
+    from ._mct_numba import segment_alive
+
+    n = plan.shape[0]
+    live = max(0, min(int(count), n))
+    alive = np.zeros(n, np.int32)
+    low = rows.min(axis=1).astype(np.int64)
+    int32 = np.iinfo(np.int32)
+    limits, starts = [], []
+    for j, (b, e) in stages:
+        # after position b + q: the threshold minus the smallest sum positions b+q+1 .. e-1 add
+        rest = np.concatenate([np.cumsum(low[b:e][::-1])[::-1][1:], [0]]) if e > b else np.zeros(1, np.int64)
+        starts.append(sum(len(x) for x in limits))
+        # clipped to int32 only ever drops fewer windows (|stage sum| < 2**24): still exact
+        limits.append(np.clip(int(thresholds[j]) - rest, int32.min, int32.max).astype(np.int32))
+    begin = np.array([b for _, (b, _e) in stages], np.int64)
+    end = np.array([e for _, (_b, e) in stages], np.int64)
+    limit_table, limit_start = np.concatenate(limits), np.array(starts, np.int64)
+    where, shifts = offsets.astype(np.int64), position_offsets.astype(np.int64)
+    slots = plan[:live].astype(np.int64)
+    band = STAGE_SUMS_BAND // 4
+    run_bands(lambda a: segment_alive(codes, where, slots[a:a + band], shifts, rows, begin, end, limit_table,
+                                      limit_start, alive[a:a + band]), list(range(0, live, band)))
     return alive

@@ -10,7 +10,9 @@ call. ``portcv bench --html`` turns the latest results of each machine into a la
 ``pair`` is ``"A vs B"``. A and B are portcv backends (``numpy``, ``jax``, ``cupy``) or peers:
 ``opencv 1 thread`` and ``opencv all threads`` (``cv2`` on the host, ``cv2.setNumThreads(1)``
 or OpenCV's default of every core; the machine's core count is in asv's machine file) and
-``cupyx`` (``cupyx.scipy.ndimage`` on CuPy arrays, where it has the operation).
+``cupyx`` (``cupyx.scipy.ndimage`` on CuPy arrays, where it has the operation). ``numpy`` runs
+the NumPy overrides as installed (their loops compiled with numba where the ``cpu`` extra is
+there); ``numpy vectorized`` runs them with ``PORTCV_NUMBA=0``, the path without numba.
 
 ``mode`` says how the GPU sides (``cupy``, ``jax``, ``cupyx``) are timed:
 
@@ -28,6 +30,7 @@ operation cupyx lacks) raises ``NotImplementedError`` in ``setup``, which asv sh
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Any, Callable
@@ -47,6 +50,7 @@ BATCH = 16
 MODES = ["16-frame batch", "single call"]
 OPENCV_1 = "opencv 1 thread"
 OPENCV_ALL = "opencv all threads"
+NUMPY_VECTORIZED = "numpy vectorized"
 GPU_SIDES = {"cupy", "jax", CUPYX}
 
 #: op ("domain.call") -> (input kind, factory(backend) -> fn(frame), peers it has besides OpenCV)
@@ -68,6 +72,7 @@ PAIRS = [
     "cupy vs numpy", "jax vs numpy", "cupy vs cupyx", "jax vs cupy",
     f"cupy vs {OPENCV_ALL}", f"jax vs {OPENCV_ALL}", f"numpy vs {OPENCV_ALL}",
     f"cupy vs {OPENCV_1}", f"jax vs {OPENCV_1}", f"numpy vs {OPENCV_1}",
+    f"numpy vs {NUMPY_VECTORIZED}", f"{NUMPY_VECTORIZED} vs {OPENCV_ALL}",
 ]
 
 
@@ -78,6 +83,8 @@ def sides(pair: str) -> tuple[str, str]:
 
 def _factory_name(side: str) -> str:
     """The name the ``*_fn`` factories and :func:`require` know a side by."""
+    if side == NUMPY_VECTORIZED:
+        return "numpy"
     return OPENCV if side.startswith("opencv") else side
 
 
@@ -105,6 +112,7 @@ class Side:
         b = require(name)  # NotImplementedError (n/a) without the backend or peer
         self.side, self.array_backend = side, array_backend(name)
         self.threads = 1 if side == OPENCV_1 else None
+        self.numba = "0" if side == NUMPY_VECTORIZED else None  # PORTCV_NUMBA during its calls
         fn = factory(name)
         frame = _frame(kind)
         batched = mode == MODES[0] and side in GPU_SIDES
@@ -128,6 +136,9 @@ class Side:
         before = cv2.getNumThreads() if cv2 else None
         if cv2:
             cv2.setNumThreads(self.threads)
+        numba_before = os.environ.get("PORTCV_NUMBA")
+        if self.numba is not None:
+            os.environ["PORTCV_NUMBA"] = self.numba
         try:
             with portcv.using(self.array_backend):
                 if self.array_backend == "cupy":
@@ -145,6 +156,11 @@ class Side:
         finally:
             if cv2:
                 cv2.setNumThreads(before)
+            if self.numba is not None:
+                if numba_before is None:
+                    os.environ.pop("PORTCV_NUMBA", None)
+                else:
+                    os.environ["PORTCV_NUMBA"] = numba_before
 
     def per_frame_s(self, *, min_calls: int = 3, max_calls: int = 30, budget_s: float = 0.5) -> float:
         """Median seconds per frame over at least ``min_calls`` calls (more within ``budget_s``)."""

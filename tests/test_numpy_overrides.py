@@ -96,6 +96,23 @@ def test_big_frames_equal_the_portable_versions() -> None:
 
 
 @pytest.mark.usefixtures("two_row_bands")
+def test_yuv420_in_small_bands_equals_the_portable_version() -> None:
+    """YUV 4:2:0 to RGB in bands of two block rows on two threads, over batches (a band never
+    crosses a frame), for every layout, chroma order and channel order: I420 frames whose W/2 is
+    odd (chroma rows starting mid-row), the smallest frame, and a read-only batch."""
+    rng = np.random.default_rng(56)
+    batch = rng.integers(0, 256, (2, 3, 9, 4), dtype=np.uint8)
+    batch.flags.writeable = False
+    for yuv in (rng.integers(0, 256, (2, 63, 44), dtype=np.uint8), rng.integers(0, 256, (30, 18), dtype=np.uint8),
+                rng.integers(0, 256, (3, 2), dtype=np.uint8), batch):
+        for layout in ("nv12", "i420"):
+            for chroma_order in ("uv", "vu"):
+                for channel_order in ("rgb", "bgr"):
+                    _same_as_portable("yuv420_to_rgb", yuv, layout=layout, chroma_order=chroma_order,
+                                      channel_order=channel_order)
+
+
+@pytest.mark.usefixtures("two_row_bands")
 def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MCT transform in two-row bands over a batch of planes, and the MCT stage sums in bands
     of 7 windows on two threads, give the portable bits."""

@@ -345,7 +345,7 @@ def _canny_candidates_numpy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) 
             canny_candidate_rows(x, y, states, h, w, item[0], item[1], item[2], low, high, l2,
                                  scratch("canny_magnitude", (3 * (w + 2),), np.int32))
 
-        run_bands(rows, row_bands(h, w, planes=planes, target=1 << 17))
+        run_bands(rows, row_bands(h, w, planes=planes, target=1 << 19))  # 4 bands per 1080p frame
         return states.reshape(shape)
     gx, gy = np.reshape(gx, (planes, h, w)), np.reshape(gy, (planes, h, w))
     out = np.empty((planes, h, w), np.uint8)

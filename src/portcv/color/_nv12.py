@@ -89,8 +89,9 @@ def _yuv420_to_rgb_numpy(yuv: Any, *, layout: str, chroma_order: str, channel_or
 
         flat, dst = frames.reshape(-1), out.reshape(-1)
         nv12, swap, bgr = layout == "nv12", chroma_order == "vu", channel_order == "bgr"
+        q20 = (CY, CUB, CUG, CVG, CVR, ROUND, SHIFT)
         # Bands of block rows of about 2**18 luma pixels (8 per 1080p frame), shared by the threads.
-        run_bands(lambda band: yuv420_block_rows(flat, dst, h, w, band[0], band[1], band[2], nv12, swap, bgr),
+        run_bands(lambda band: yuv420_block_rows(flat, dst, h, w, band[0], band[1], band[2], nv12, swap, bgr, q20),
                   row_bands(h // 2, 2 * w, planes=frames.shape[0], target=1 << 18))
         return out.reshape(tuple(yuv.shape[:-2]) + (h, w, 3))
     # The portable version's broadcast of a block's terms over (..., 2, W/2, 2) runs NumPy's inner

@@ -342,7 +342,7 @@ def _canny_candidates_numpy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) 
         states = np.empty(planes * h * w, np.uint8)
 
         def rows(item: tuple[int, int, int]) -> None:
-            canny_candidate_rows(x, y, states, h, w, item[0], item[1], item[2], low, high, l2,
+            canny_candidate_rows(x, y, states, h, w, item[0], item[1], item[2], low, high, l2, CANNY_TG22,
                                  scratch("canny_magnitude", (3 * (w + 2),), np.int32))
 
         run_bands(rows, row_bands(h, w, planes=planes, target=1 << 19))  # 4 bands per 1080p frame
@@ -490,7 +490,8 @@ def _hysteresis_numpy(state: Any) -> Any:
         # weak 8-neighbours with an explicit stack, O(pixels): the same union of components.
         flat = np.ascontiguousarray(state).reshape(-1, h * w)
         edges = np.zeros(flat.shape, np.uint8)
-        run_bands(lambda f: hysteresis_frame(flat[f], edges[f], h, w, scratch("canny_stack", (2 * h * w,), np.int64)),
+        run_bands(lambda f: hysteresis_frame(flat[f], edges[f], h, w, CANDIDATE_STRONG,
+                                             scratch("canny_stack", (2 * h * w,), np.int64)),
                   list(range(flat.shape[0])))
         return edges.reshape(state.shape)
     from scipy import ndimage

@@ -14,7 +14,6 @@ import numba
 import numpy as np
 
 from ..backends.numpy import NUMBA_OPTIONS
-from ._edges import CANDIDATE_STRONG, CANNY_TG22
 
 
 @numba.njit(**NUMBA_OPTIONS)
@@ -35,7 +34,7 @@ def _magnitude_row(gx: np.ndarray, gy: np.ndarray, l2: bool, dst: np.ndarray) ->
 
 @numba.njit(**NUMBA_OPTIONS)
 def _candidates_row(gx: np.ndarray, gy: np.ndarray, prev: np.ndarray, cur: np.ndarray, nxt: np.ndarray,
-                    low: np.int32, high: np.int32, out: np.ndarray) -> None:
+                    low: np.int32, high: np.int32, tg22: np.int32, out: np.ndarray) -> None:
     """One row of states: ``prev``, ``cur``, ``nxt`` are the magnitude rows above, at and below
     it, each ``W + 2`` long (0 at both ends).
 
@@ -51,7 +50,7 @@ def _candidates_row(gx: np.ndarray, gy: np.ndarray, prev: np.ndarray, cur: np.nd
         y = np.int32(gy[i])
         ax = np.int32(abs(x))
         q = np.int32(np.int32(abs(y)) << np.int32(15))
-        tg22x = np.int32(ax * np.int32(CANNY_TG22))
+        tg22x = np.int32(ax * tg22)
         # tg22x + ax * 2**16 in int32: it wraps for |gx| > 27146, as the portable int32 sum does
         steep = np.int32(tg22x + np.int32(ax << np.int32(16)))
         m = cc[i]
@@ -72,13 +71,14 @@ def _candidates_row(gx: np.ndarray, gy: np.ndarray, prev: np.ndarray, cur: np.nd
 
 @numba.njit(**NUMBA_OPTIONS)
 def canny_candidate_rows(gx: np.ndarray, gy: np.ndarray, out: np.ndarray, h: int, w: int, plane: int, r0: int,
-                         r1: int, low: int, high: int, l2: bool, mag: np.ndarray) -> None:
+                         r1: int, low: int, high: int, l2: bool, tg22: int, mag: np.ndarray) -> None:
     """Rows ``r0:r1`` of plane ``plane`` of the C-contiguous int16 ``(planes, H, W)`` gradients
-    (1-D ``gx``, ``gy``) into the 1-D uint8 states ``out``; ``mag``: a work buffer of at least
-    ``3 (W + 2)`` int32, holding the magnitude rows ``r - 1``, ``r``, ``r + 1`` in turn."""
+    (1-D ``gx``, ``gy``) into the 1-D uint8 states ``out``; ``tg22``: ``CANNY_TG22`` (passed, so
+    that this module does not import the one that imports it); ``mag``: a work buffer of at
+    least ``3 (W + 2)`` int32, holding the magnitude rows ``r - 1``, ``r``, ``r + 1`` in turn."""
     stride = w + 2
     base = plane * h * w
-    lo, hi = np.int32(low), np.int32(high)
+    lo, hi, tg = np.int32(low), np.int32(high), np.int32(tg22)
     # slot (r - r0 + 1) % 3 holds the magnitude of row r
     for r in range(r0 - 1, r0 + 1):
         s = (r - r0 + 1) % 3
@@ -98,14 +98,14 @@ def canny_candidate_rows(gx: np.ndarray, gy: np.ndarray, out: np.ndarray, h: int
         p, c, n = (r - r0) % 3, (r - r0 + 1) % 3, (r - r0 + 2) % 3
         a = base + r * w
         _candidates_row(gx[a: a + w], gy[a: a + w], mag[p * stride: (p + 1) * stride],
-                        mag[c * stride: (c + 1) * stride], mag[n * stride: (n + 1) * stride], lo, hi, out[a: a + w])
+                        mag[c * stride: (c + 1) * stride], mag[n * stride: (n + 1) * stride], lo, hi, tg, out[a: a + w])
 
 
 @numba.njit(**NUMBA_OPTIONS)
-def _holds_strong(chunk: np.ndarray) -> bool:
+def _holds_strong(chunk: np.ndarray, strong: np.uint8) -> bool:
     found = False
     for i in range(chunk.shape[0]):  # no early exit: LLVM vectorizes the whole chunk's test
-        found |= chunk[i] == np.uint8(CANDIDATE_STRONG)
+        found |= chunk[i] == strong
     return found
 
 
@@ -157,19 +157,21 @@ STRONG_CHUNK = 64
 
 
 @numba.njit(**NUMBA_OPTIONS)
-def hysteresis_frame(state: np.ndarray, out: np.ndarray, h: int, w: int, stack: np.ndarray) -> None:
-    """Edges (255) of one frame: 1-D ``state`` (0 none, 1 weak, 2 strong) and ``out`` of ``H W``
-    pixels, ``out`` all 0 on entry; ``stack``: int64 room for at least ``2 H W`` entries.
+def hysteresis_frame(state: np.ndarray, out: np.ndarray, h: int, w: int, strong: int, stack: np.ndarray) -> None:
+    """Edges (255) of one frame: 1-D ``state`` (0 none, ``strong`` (``CANDIDATE_STRONG``), any
+    other value weak) and ``out`` of ``H W`` pixels, ``out`` all 0 on entry; ``stack``: int64
+    room for at least ``2 H W`` entries.
 
     Every strong pixel not yet an edge starts a flood: a pixel popped marks each candidate
     8-neighbour that is not an edge yet as one and pushes it (with its column). A pixel is
     pushed once (marked when pushed), so the stack never holds more than the frame's pixels."""
     n = state.shape[0]
+    s = np.uint8(strong)
     for k0 in range(0, n, STRONG_CHUNK):
         chunk = state[k0: k0 + STRONG_CHUNK]
-        if not _holds_strong(chunk):
+        if not _holds_strong(chunk, s):
             continue
         for i in range(chunk.shape[0]):
-            if chunk[i] == CANDIDATE_STRONG and out[k0 + i] == 0:
+            if chunk[i] == s and out[k0 + i] == 0:
                 out[k0 + i] = 255
                 _flood(state, out, h, w, k0 + i, stack)

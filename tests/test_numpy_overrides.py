@@ -225,6 +225,8 @@ def test_canny_candidates_over_the_gradient_range_equal_the_portable_version(num
         gx[1, ::2, 3:] = bound - 1  # equal magnitudes along rows: the >= and > ties
         gy[1, :, 6:] = rng.integers(-3, 4, (9, 7))
         ties = (rng.integers(-2, 3, (7, 8)).astype(np.int16), rng.integers(-2, 3, (7, 8)).astype(np.int16))
+        for t in ties:
+            t.flags.writeable = False  # read-only inputs
         for a, b in ((gx, gy), ties, (gx[0, :1], gy[0, :1]), (gx[1, :, :1], gy[1, :, :1])):
             for l2 in (False, True):
                 for low, high in ((0, 0), (-5, 40000), (2**31 - 1, 2**31), (10**4, 2**40), (-2**31, 1)):
@@ -235,8 +237,8 @@ def test_canny_candidates_over_the_gradient_range_equal_the_portable_version(num
 def test_hysteresis_floods_equal_the_portable_version(shape: tuple) -> None:
     """Canny's hysteresis: a weak snake through the whole frame from one strong end (a flood as
     deep as the frame), components on every border and corner, strong pixels inside one
-    component and in none, states other than 0, 1 and 2 (weak), and a batch of frames on two
-    threads: the portable edges."""
+    component and in none, states other than 0, 1 and 2 (weak), a read-only state, and a batch
+    of frames on two threads: the portable edges."""
     rng = np.random.default_rng(len(shape) + shape[-1])
     h, w = shape[-2], shape[-1]
     snake = np.zeros((h, w), np.uint8)
@@ -247,7 +249,9 @@ def test_hysteresis_floods_equal_the_portable_version(shape: tuple) -> None:
     noise = np.where(rng.random(shape) < 0.6, np.where(rng.random(shape) < 0.05, 2, 1), 0).astype(np.uint8)
     noise[..., 0, 0] = noise[..., -1, -1] = noise[..., 0, -1] = noise[..., -1, 0] = 2
     noise[rng.random(shape) < 0.05] = 7
-    for state in (snake, noise, np.full(shape, 2, np.uint8), np.ones(shape, np.uint8)):
+    read_only = noise.copy()
+    read_only.flags.writeable = False
+    for state in (snake, noise, np.full(shape, 2, np.uint8), np.ones(shape, np.uint8), read_only):
         _same_as_portable("canny_hysteresis", state)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PORTCV_NUMPY_THREADS", "2")

@@ -96,6 +96,23 @@ def test_big_frames_equal_the_portable_versions() -> None:
 
 
 @pytest.mark.usefixtures("two_row_bands")
+def test_yuv420_in_small_bands_equals_the_portable_version() -> None:
+    """YUV 4:2:0 to RGB in bands of two block rows on two threads, over batches (a band never
+    crosses a frame), for every layout, chroma order and channel order: I420 frames whose W/2 is
+    odd (chroma rows starting mid-row), the smallest frame, and a read-only batch."""
+    rng = np.random.default_rng(56)
+    batch = rng.integers(0, 256, (2, 3, 9, 4), dtype=np.uint8)
+    batch.flags.writeable = False
+    for yuv in (rng.integers(0, 256, (2, 63, 44), dtype=np.uint8), rng.integers(0, 256, (30, 18), dtype=np.uint8),
+                rng.integers(0, 256, (3, 2), dtype=np.uint8), batch):
+        for layout in ("nv12", "i420"):
+            for chroma_order in ("uv", "vu"):
+                for channel_order in ("rgb", "bgr"):
+                    _same_as_portable("yuv420_to_rgb", yuv, layout=layout, chroma_order=chroma_order,
+                                      channel_order=channel_order)
+
+
+@pytest.mark.usefixtures("two_row_bands")
 def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MCT transform in two-row bands over a batch of planes, and the MCT stage sums in bands
     of 7 windows on two threads, give the portable bits."""
@@ -191,6 +208,54 @@ def test_hysteresis_in_small_row_bands_equals_the_portable_version(monkeypatch: 
     diagonal[5, 5] = 2
     _same_as_portable("canny_hysteresis", diagonal)
     _same_as_portable("canny_hysteresis", diagonal[:, ::-1].copy())
+
+
+@pytest.mark.usefixtures("two_row_bands")
+def test_canny_candidates_over_the_gradient_range_equal_the_portable_version(numpy_path: str) -> None:
+    """Canny's candidates on gradients up to the kernel's bound (|g| <= 24480, aperture 7), ties
+    between neighbours, and thresholds beyond int32 and negative, in bands of two rows over a
+    batch, one row and one column: the portable states. The compiled loop also over all of int16
+    (tangent sums that wrap in int32 for |gx| > 27146, L2 magnitudes that wrap at
+    gx = gy = -32768), where the vectorized path's uint16 magnitude does not reach."""
+    rng = np.random.default_rng(23)
+    for bound in (24480, 32768) if numpy_path == "compiled" else (24480,):
+        gx = rng.integers(-bound, min(bound + 1, 32768), (2, 9, 13)).astype(np.int16)
+        gy = rng.integers(-bound, min(bound + 1, 32768), (2, 9, 13)).astype(np.int16)
+        gx[0, 4, :5] = gy[0, 4, :5] = -bound
+        gx[1, ::2, 3:] = bound - 1  # equal magnitudes along rows: the >= and > ties
+        gy[1, :, 6:] = rng.integers(-3, 4, (9, 7))
+        ties = (rng.integers(-2, 3, (7, 8)).astype(np.int16), rng.integers(-2, 3, (7, 8)).astype(np.int16))
+        for t in ties:
+            t.flags.writeable = False  # read-only inputs
+        for a, b in ((gx, gy), ties, (gx[0, :1], gy[0, :1]), (gx[1, :, :1], gy[1, :, :1])):
+            for l2 in (False, True):
+                for low, high in ((0, 0), (-5, 40000), (2**31 - 1, 2**31), (10**4, 2**40), (-2**31, 1)):
+                    _same_as_portable("canny_candidates", a, b, low=low, high=high, l2=l2)
+
+
+@pytest.mark.parametrize("shape", [(40, 37), (3, 12, 10), (1, 9), (9, 1)])
+def test_hysteresis_floods_equal_the_portable_version(shape: tuple) -> None:
+    """Canny's hysteresis: a weak snake through the whole frame from one strong end (a flood as
+    deep as the frame), components on every border and corner, strong pixels inside one
+    component and in none, states other than 0, 1 and 2 (weak), a read-only state, and a batch
+    of frames on two threads: the portable edges."""
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    h, w = shape[-2], shape[-1]
+    snake = np.zeros((h, w), np.uint8)
+    snake[::2] = 1
+    snake[1::4, -1] = 1
+    snake[3::4, 0] = 1
+    snake[-1, -1] = 2
+    noise = np.where(rng.random(shape) < 0.6, np.where(rng.random(shape) < 0.05, 2, 1), 0).astype(np.uint8)
+    noise[..., 0, 0] = noise[..., -1, -1] = noise[..., 0, -1] = noise[..., -1, 0] = 2
+    noise[rng.random(shape) < 0.05] = 7
+    read_only = noise.copy()
+    read_only.flags.writeable = False
+    for state in (snake, noise, np.full(shape, 2, np.uint8), np.ones(shape, np.uint8), read_only):
+        _same_as_portable("canny_hysteresis", state)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PORTCV_NUMPY_THREADS", "2")
+        _same_as_portable("canny_hysteresis", np.stack([noise.reshape(-1, h, w)[-1], snake, snake * 0]))
 
 
 # --------------------------------------------------------------------------------------------

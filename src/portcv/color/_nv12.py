@@ -1,7 +1,8 @@
 """YUV 4:2:0 (NV12, NV21, I420, YV12) to RGB/BGR in OpenCV's fixed point: the portable kernel.
 
 ``_nv12_cuda.py`` holds the CuPy override (``_nv12_cuda.cu``); the package imports it. The NumPy
-override below is the same arithmetic in bands of rows.
+override below is the same arithmetic in bands of rows: compiled with Numba (``_nv12_numba.py``)
+where the ``cpu`` extra is installed, else vectorized NumPy.
 
 The arithmetic is OpenCV's ``cvtColor`` for ``COLOR_YUV2RGB_NV12`` and its siblings
 (``modules/imgproc/src/color_yuv.simd.hpp``): BT.601 limited range in Q20,
@@ -77,12 +78,22 @@ def _yuv420_to_rgb_kernel(xp: Any, yuv: Any, *, layout: str, chroma_order: str, 
 def _yuv420_to_rgb_numpy(yuv: Any, *, layout: str, chroma_order: str, channel_order: str) -> Any:
     import numpy as np
 
-    from ..backends.numpy import row_bands, run_bands
+    from ..backends.numpy import compiled, row_bands, run_bands
 
     rows, w = yuv.shape[-2], yuv.shape[-1]
     h = rows * 2 // 3
     frames = np.ascontiguousarray(yuv).reshape(-1, rows, w)
     out = np.empty((frames.shape[0], h, w, 3), np.uint8)
+    if compiled():
+        from ._nv12_numba import yuv420_block_rows
+
+        flat, dst = frames.reshape(-1), out.reshape(-1)
+        nv12, swap, bgr = layout == "nv12", chroma_order == "vu", channel_order == "bgr"
+        q20 = (CY, CUB, CUG, CVG, CVR, ROUND, SHIFT)
+        # Bands of block rows of about 2**18 luma pixels (8 per 1080p frame), shared by the threads.
+        run_bands(lambda band: yuv420_block_rows(flat, dst, h, w, band[0], band[1], band[2], nv12, swap, bgr, q20),
+                  row_bands(h // 2, 2 * w, planes=frames.shape[0], target=1 << 18))
+        return out.reshape(tuple(yuv.shape[:-2]) + (h, w, 3))
     # The portable version's broadcast of a block's terms over (..., 2, W/2, 2) runs NumPy's inner
     # loops two elements at a time; here the terms are repeated along the row first (inner loops
     # of W), and bands of block rows keep the int32 temporaries in the core's cache.

@@ -120,8 +120,9 @@ def canny(image: Any, t_low: float, t_high: float, *, ksize: int = 3, l2gradient
     comparisons with the neighbours along it are ``m > m_prev`` and ``m >= m_next`` horizontally
     and vertically and strict diagonally; the magnitude is 0 outside the image. Hysteresis is
     the fixed point of ``edge <- candidate & dilate3x3(edge)`` from the strong candidates, which
-    is the union of the candidates' 8-connected components holding a strong pixel: SciPy's
-    component labelling on NumPy and on JAX's CPU, ``lax.while_loop`` of dilations under JAX on
+    is the union of the candidates' 8-connected components holding a strong pixel: on NumPy and
+    on JAX's CPU a flood from the strong pixels compiled with Numba (the ``cpu`` extra), or
+    SciPy's component labelling without it, ``lax.while_loop`` of dilations under JAX on
     a GPU, and on CuPy (after a CUDA kernel for the candidates, ``_edges_cuda.cu``) a union-find in
     four CUDA launches with no host round trip. Agreement with ``cv2.Canny`` 4.13 is 100%
     (bit-exact) in the tests.

@@ -19,8 +19,9 @@ Canny (``canny_candidates_kernel``, ``hysteresis_kernel``) follows OpenCV's ``cv
 step (integer tangent tests with ``TG22 = 13573`` in Q15, asymmetric ``>``/``>=`` comparisons),
 so the result equals ``cv2.Canny`` bit for bit; its hysteresis is a fixed point of 3x3
 dilations restricted to the candidates (8-connectivity), whatever order reaches it: the union of
-the candidates' 8-connected components that hold a strong pixel (on NumPy and JAX-CPU: SciPy's
-connected components; on CuPy: a union-find in CUDA).
+the candidates' 8-connected components that hold a strong pixel (on NumPy and JAX-CPU, whose
+host callback runs the NumPy override: a flood from the strong pixels compiled with Numba,
+``_edges_numba.py``, or without numba SciPy's connected components; on CuPy: a union-find in CUDA).
 """
 
 from __future__ import annotations
@@ -320,7 +321,7 @@ def canny_candidates_kernel(xp: Any, gx: Any, gy: Any, *, low: int, high: int, l
 
 @canny_candidates_kernel.override("numpy")
 def _canny_candidates_numpy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) -> Any:
-    from ..backends.numpy import row_bands, run_bands
+    from ..backends.numpy import compiled, row_bands, run_bands
 
     xp = backend().xp
     shape = gx.shape
@@ -328,6 +329,24 @@ def _canny_candidates_numpy(gx: Any, gy: Any, *, low: int, high: int, l2: bool) 
     if gx.size == 0:
         return canny_candidates_kernel.portable(xp, gx, gy, low=low, high=high, l2=l2)
     planes = gx.size // (h * w)
+    i32 = np.iinfo(np.int32)
+    if compiled() and gx.dtype == gy.dtype == np.int16 and low >= i32.min and high >= i32.min:
+        from ..backends.numpy import scratch
+        from ._edges_numba import canny_candidate_rows
+
+        # The portable int32 arithmetic row by row over three magnitude rows (_edges_numba.py),
+        # in bands of rows on the threads. m > t for t above int32's maximum is false, as
+        # m > int32's maximum (below int32's minimum: the vectorized path).
+        low, high = min(low, i32.max), min(high, i32.max)
+        x, y = (np.ascontiguousarray(g).reshape(-1) for g in (gx, gy))
+        states = np.empty(planes * h * w, np.uint8)
+
+        def rows(item: tuple[int, int, int]) -> None:
+            canny_candidate_rows(x, y, states, h, w, item[0], item[1], item[2], low, high, l2, CANNY_TG22,
+                                 scratch("canny_magnitude", (3 * (w + 2),), np.int32))
+
+        run_bands(rows, row_bands(h, w, planes=planes, target=1 << 19))  # 4 bands per 1080p frame
+        return states.reshape(shape)
     gx, gy = np.reshape(gx, (planes, h, w)), np.reshape(gy, (planes, h, w))
     out = np.empty((planes, h, w), np.uint8)
 
@@ -400,9 +419,9 @@ def hysteresis_kernel(xp: Any, state: Any) -> Any:
     ``edge <- candidate & dilate3x3(edge)`` from the strong pixels until nothing changes (the
     fixed point is unique: the union of the candidate components that hold a strong pixel). The
     loop's condition is read on the host every ``HYSTERESIS_STEPS`` steps, so this version runs
-    eagerly. The overrides compute the components directly: SciPy's labelling (NumPy, and JAX on
-    the CPU through a host callback), a CUDA union-find (CuPy); JAX on a GPU runs the dilations
-    in ``lax.while_loop``.
+    eagerly. The overrides compute the components directly: a compiled flood from the strong
+    pixels or SciPy's labelling (NumPy, and JAX on the CPU through a host callback), a CUDA
+    union-find (CuPy); JAX on a GPU runs the dilations in ``lax.while_loop``.
     """
     weak = state != CANDIDATE_NONE
     edge = state == CANDIDATE_STRONG
@@ -454,13 +473,30 @@ HYSTERESIS_MIN_BAND_ROWS = 64
 _EIGHT_CONNECTED = np.ones((3, 3), bool)
 
 
-@hysteresis_kernel.override("numpy", supports="every input (SciPy's connected-component labelling)")
+@hysteresis_kernel.override("numpy", supports="every input (with numba: a flood from the strong pixels; "
+                                               "else SciPy's connected-component labelling)")
 def _hysteresis_numpy(state: Any) -> Any:
+    from ..backends.numpy import compiled, host_threads, row_bands, run_bands
+
+    state = np.asarray(state)
+    if state.size == 0:
+        return np.zeros(state.shape, np.uint8)
+    h, w = state.shape[-2], state.shape[-1]
+    if compiled() and state.dtype == np.uint8:
+        from ..backends.numpy import scratch
+        from ._edges_numba import hysteresis_frame
+
+        # Per frame (frames spread over the threads), a flood from its strong pixels over their
+        # weak 8-neighbours with an explicit stack, O(pixels): the same union of components.
+        flat = np.ascontiguousarray(state).reshape(-1, h * w)
+        edges = np.zeros(flat.shape, np.uint8)
+        run_bands(lambda f: hysteresis_frame(flat[f], edges[f], h, w, CANDIDATE_STRONG,
+                                             scratch("canny_stack", (2 * h * w,), np.int64)),
+                  list(range(flat.shape[0])))
+        return edges.reshape(state.shape)
     from scipy import ndimage
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
-
-    from ..backends.numpy import host_threads, row_bands, run_bands
 
     # The fixed point is the union of the 8-connected candidate components that hold a strong
     # pixel. Each frame is cut into row bands labelled in parallel (SciPy's labelling releases
@@ -468,10 +504,6 @@ def _hysteresis_numpy(state: Any) -> Any:
     # components that cross a cut are joined through the pairs of labels 8-adjacent across it.
     # Which band holds which label number changes nothing: the components, so the edges, are
     # the same as one labelling of the frame.
-    state = np.asarray(state)
-    if state.size == 0:
-        return np.zeros(state.shape, np.uint8)
-    h, w = state.shape[-2], state.shape[-1]
     frames = state.reshape(-1, h, w)
     weak = frames != CANDIDATE_NONE
     labels = np.zeros(frames.shape, np.int32)

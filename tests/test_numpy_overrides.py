@@ -95,6 +95,26 @@ def test_big_frames_equal_the_portable_versions() -> None:
         _same_as_portable("rgb_to_gray", rgb, method=method)
 
 
+@pytest.mark.parametrize("threads", ["2", "3"])
+def test_integral_in_bands_of_a_plane_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch,
+                                                                  threads: str) -> None:
+    """The compiled integral split into bands of a few rows (each band's first row from the
+    column sums above it), with channels, batches of fewer planes than threads, single rows and
+    columns, both sum types and the squares, gives the portable bits."""
+    import portcv.transform._integral as integral
+
+    monkeypatch.setattr(integral, "NUMBA_BAND_PIXELS", 1)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", threads)
+    rng = np.random.default_rng(21)
+    for shape, has_channels in (((9, 7), False), ((1, 6), False), ((5, 1), False), ((2, 8, 5), False),
+                                ((7, 4, 3), True), ((2, 5, 3, 2), True), ((3, 3), False)):
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        for dtype in ("int32", "int64"):
+            for squared in (False, True):
+                _same_as_portable("integral", img, has_channels=has_channels, squared=squared, dtype=dtype)
+    _same_as_portable("integral", np.full((6, 5), 255, np.uint8), has_channels=False, squared=True, dtype="int32")
+
+
 @pytest.mark.usefixtures("two_row_bands")
 def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MCT transform in two-row bands over a batch of planes, and the MCT stage sums in bands

@@ -115,6 +115,24 @@ def test_integral_in_bands_of_a_plane_equals_the_portable_version(monkeypatch: p
     _same_as_portable("integral", np.full((6, 5), 255, np.uint8), has_channels=False, squared=True, dtype="int32")
 
 
+def test_resize_halving_in_small_bands_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled 2x reduction in bands of a few output pixels (a band ending inside a plane
+    of a batch), with odd sizes (the last row and column dropped), 1 to 4 channels and both
+    roundings, gives the portable bits."""
+    import portcv.transform._resize as resize
+
+    monkeypatch.setattr(resize, "NUMBA_BAND_PIXELS", 5)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
+    rng = np.random.default_rng(23)
+    for shape, has_channels in (((8, 10), False), ((9, 11), False), ((3, 7, 6), False), ((2, 2), False),
+                                ((6, 8, 3), True), ((7, 5, 2), True), ((2, 4, 6, 4), True)):
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        h, w = shape[-3:-1] if has_channels else shape[-2:]
+        for arith in ("area2_up", "area2_even"):
+            _same_as_portable("resize", img, arith=arith, size=(w // 2, h // 2), inv_scale=(2.0, 2.0),
+                              has_channels=has_channels)
+
+
 @pytest.mark.usefixtures("two_row_bands")
 def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MCT transform in two-row bands over a batch of planes, and the MCT stage sums in bands

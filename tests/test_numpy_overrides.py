@@ -133,6 +133,23 @@ def test_resize_halving_in_small_bands_equals_the_portable_version(monkeypatch: 
                               has_channels=has_channels)
 
 
+def test_histogram_in_small_bands_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled histogram in bands of a few pixels (a frame's counts summed over its bands;
+    bands that do not fill the four sub-histograms evenly), with channels, batches, empty
+    frames and every bin count, gives the portable bits."""
+    import portcv.color._histogram as histogram
+
+    monkeypatch.setattr(histogram, "NUMBA_BAND_PIXELS", 7)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
+    rng = np.random.default_rng(29)
+    for shape, has_channels in (((7, 9), False), ((2, 5, 11), False), ((1, 1), False), ((3, 0, 4), False),
+                                ((6, 5, 3), True), ((2, 3, 7, 2), True), ((4, 3, 4), True)):
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        for bins in (256, 16, 1):
+            _same_as_portable("histogram", img, bins=bins, has_channels=has_channels)
+    _same_as_portable("histogram", np.full((9, 9), 255, np.uint8), bins=256, has_channels=False)
+
+
 @pytest.mark.usefixtures("two_row_bands")
 def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MCT transform in two-row bands over a batch of planes, and the MCT stage sums in bands

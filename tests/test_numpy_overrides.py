@@ -173,6 +173,18 @@ def test_median_circuits_in_small_chunks_equal_the_portable_version(monkeypatch:
                                   border_value=9)
 
 
+def test_integral_resize_histogram_median_take_read_only_inputs() -> None:
+    """A read-only frame (a memory-mapped file, a frame a decoder owns) goes through the
+    compiled loops (Numba types it apart from a writable one) and gives the portable bits."""
+    img = np.random.default_rng(37).integers(0, 256, (2, 37, 42), dtype=np.uint8)
+    img.setflags(write=False)
+    _same_as_portable("integral", img, has_channels=False, squared=True, dtype="int64")
+    _same_as_portable("resize", img, arith="area2_even", size=(21, 18), inv_scale=(2.0, 2.0), has_channels=False)
+    _same_as_portable("histogram", img, bins=64, has_channels=False)
+    for ksize in (3, 5):
+        _same_as_portable("median_filter", img, ksize=ksize, has_channels=False, border="reflect101", border_value=0)
+
+
 @pytest.mark.usefixtures("two_row_bands")
 def test_mct_overrides_in_small_bands_equal_the_portable_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     """The MCT transform in two-row bands over a batch of planes, and the MCT stage sums in bands

@@ -173,6 +173,29 @@ def test_median_circuits_in_small_chunks_equal_the_portable_version(monkeypatch:
                                   border_value=9)
 
 
+@pytest.mark.parametrize("rows", [1, 3, 64])
+def test_median_sliding_histogram_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
+    """The compiled sliding-histogram median (ksize 7 to 15) in bands of a few rows over two
+    threads, on images narrower and shorter than the window (pads past the image, reflected more
+    than once), batches, channels, every border, and few-valued images (the median walking over
+    empty and tall bins), gives the portable bits; the vectorized path runs the portable count."""
+    import portcv.filters._median as median
+
+    monkeypatch.setattr(median, "NUMBA_HUANG_ROWS", rows)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
+    rng = np.random.default_rng(41)
+    images = [(rng.integers(0, 256, shape, dtype=np.uint8), has_channels)
+              for shape, has_channels in (((9, 11), False), ((1, 1), False), ((3, 20), False), ((2, 6, 5), False),
+                                          ((5, 7, 3), True))]
+    images.append(((rng.integers(0, 4, (17, 19)) * 60).astype(np.uint8), False))
+    images += [(make(images[0][0]), False) for make in LAYOUTS.values()]  # non-contiguous views
+    for img, has_channels in images:
+        for ksize in (7, 15) if img.size > 50 else (7, 9, 15):
+            for border in ("reflect101", "replicate", "constant"):
+                _same_as_portable("median_filter", img, ksize=ksize, has_channels=has_channels, border=border,
+                                  border_value=9)
+
+
 def test_integral_resize_histogram_median_take_read_only_inputs() -> None:
     """A read-only frame (a memory-mapped file, a frame a decoder owns) goes through the
     compiled loops (Numba types it apart from a writable one) and gives the portable bits."""
@@ -181,7 +204,7 @@ def test_integral_resize_histogram_median_take_read_only_inputs() -> None:
     _same_as_portable("integral", img, has_channels=False, squared=True, dtype="int64")
     _same_as_portable("resize", img, arith="area2_even", size=(21, 18), inv_scale=(2.0, 2.0), has_channels=False)
     _same_as_portable("histogram", img, bins=64, has_channels=False)
-    for ksize in (3, 5):
+    for ksize in (3, 5, 7):
         _same_as_portable("median_filter", img, ksize=ksize, has_channels=False, border="reflect101", border_value=0)
 
 

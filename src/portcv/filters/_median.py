@@ -13,7 +13,8 @@ each gate one ``minimum``/``maximum`` over every tile at once; other sizes use t
 The NumPy override runs them too, on planes deinterleaved so that every gate is one contiguous
 SIMD pass over a band of tiles (:func:`_circuit_program`); where numba is installed, as compiled
 loops (``_median_numba.py``: the same layout built by word transposes, each gate a vectorized
-loop over 2048 tiles, min/max pairs fused).
+loop over 2048 tiles, min/max pairs fused), and ksize 7 to 15 as Huang's sliding histogram
+along each row (``huang_rows``) instead of the portable count.
 """
 
 from __future__ import annotations
@@ -247,6 +248,34 @@ def _median_compiled(img: np.ndarray, k: int, has_channels: bool, border: str, b
     return np.moveaxis(result, -3, -1) if has_channels else result
 
 
+#: Output rows per band of the compiled sliding-histogram median (ksize 7 to 15).
+NUMBA_HUANG_ROWS = 64
+
+
+def _median_huang(img: np.ndarray, k: int, has_channels: bool, border: str, border_value: int) -> np.ndarray:
+    """ksize 7 to 15 compiled (``_median_numba.huang_rows``): each plane padded by the border
+    rule once, then Huang's sliding histogram along every row, bands of rows on the threads."""
+    from .._border import border_indices
+    from ..backends.numpy import run_bands
+    from ._median_numba import huang_rows, pad_plane
+
+    frames = np.moveaxis(img, -1, -3) if has_channels else img
+    shape = frames.shape
+    height, width = shape[-2:]
+    planes = img.size // (height * width)
+    src = np.ascontiguousarray(frames).reshape(planes * height, width)
+    xmap = border_indices(width, k // 2, k - 1 - k // 2, border).astype(np.int32)
+    ymap = border_indices(height, k // 2, k - 1 - k // 2, border).astype(np.int32)
+    padded = np.empty((planes, height + k - 1, width + k - 1), np.uint8)
+    out = np.empty((planes, height, width), np.uint8)
+    run_bands(lambda p: pad_plane(src, padded[p], xmap, ymap, border_value, p, height), list(range(planes)))
+    step = max(1, NUMBA_HUANG_ROWS)
+    run_bands(lambda item: huang_rows(padded[item[0]], out[item[0]], k, item[1], min(item[1] + step, height)),
+              [(p, y) for p in range(planes) for y in range(0, height, step)])
+    result = out.reshape(shape)
+    return np.moveaxis(result, -3, -1) if has_channels else result
+
+
 @functools.lru_cache(maxsize=None)
 def _compiled_program(ksize: int) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, int]:
     """:func:`tile_circuit` as the compiled loop's steps: ``(steps, slots, outputs, in_row,
@@ -305,16 +334,20 @@ def _compiled_program(ksize: int) -> tuple[np.ndarray, int, np.ndarray, np.ndarr
     return np.array(steps, np.int32), slots, rows_of, in_row, in_off, inputs
 
 
-@median_filter_kernel.override("numpy", supports="uint8, ksize 3 and 5 (tile circuits; others: the portable count)")
+@median_filter_kernel.override(
+    "numpy", supports=("uint8, ksize 3 and 5 (tile circuits), with numba every ksize (7 to 15: Huang's sliding "
+                       "histogram); others: the portable count"))
 def _median_filter_numpy(img: Any, *, ksize: int, has_channels: bool, border: str, border_value: int) -> Any:
     from ..backends.numpy import compiled, row_bands, run_bands, scratch
 
     xp = backend().xp
+    if img.dtype == np.uint8 and img.size and compiled():
+        if ksize in CIRCUIT_KSIZES:
+            return _median_compiled(img, ksize, has_channels, border, border_value)
+        return _median_huang(img, ksize, has_channels, border, border_value)
     if ksize not in CIRCUIT_KSIZES or img.dtype != np.uint8 or img.size == 0:
         return median_filter_kernel.portable(xp, img, ksize=ksize, has_channels=has_channels, border=border,
                                              border_value=border_value)
-    if compiled():
-        return _median_compiled(img, ksize, has_channels, border, border_value)
     tx, ty, _, _ = tile_circuit(ksize)
     inputs, buffers, program, outputs = _circuit_program(ksize)
     k = ksize

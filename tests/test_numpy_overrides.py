@@ -95,6 +95,119 @@ def test_big_frames_equal_the_portable_versions() -> None:
         _same_as_portable("rgb_to_gray", rgb, method=method)
 
 
+@pytest.mark.parametrize("threads", ["2", "3"])
+def test_integral_in_bands_of_a_plane_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch,
+                                                                  threads: str) -> None:
+    """The compiled integral split into bands of a few rows (each band's first row from the
+    column sums above it), with channels, batches of fewer planes than threads, single rows and
+    columns, both sum types and the squares, gives the portable bits."""
+    import portcv.transform._integral as integral
+
+    monkeypatch.setattr(integral, "NUMBA_BAND_PIXELS", 1)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", threads)
+    rng = np.random.default_rng(21)
+    for shape, has_channels in (((9, 7), False), ((1, 6), False), ((5, 1), False), ((2, 8, 5), False),
+                                ((7, 4, 3), True), ((2, 5, 3, 2), True), ((3, 3), False)):
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        for dtype in ("int32", "int64"):
+            for squared in (False, True):
+                _same_as_portable("integral", img, has_channels=has_channels, squared=squared, dtype=dtype)
+    _same_as_portable("integral", np.full((6, 5), 255, np.uint8), has_channels=False, squared=True, dtype="int32")
+
+
+def test_resize_halving_in_small_bands_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled 2x reduction in bands of a few output pixels (a band ending inside a plane
+    of a batch), with odd sizes (the last row and column dropped), 1 to 4 channels and both
+    roundings, gives the portable bits."""
+    import portcv.transform._resize as resize
+
+    monkeypatch.setattr(resize, "NUMBA_BAND_PIXELS", 5)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
+    rng = np.random.default_rng(23)
+    for shape, has_channels in (((8, 10), False), ((9, 11), False), ((3, 7, 6), False), ((2, 2), False),
+                                ((6, 8, 3), True), ((7, 5, 2), True), ((2, 4, 6, 4), True)):
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        h, w = shape[-3:-1] if has_channels else shape[-2:]
+        for arith in ("area2_up", "area2_even"):
+            _same_as_portable("resize", img, arith=arith, size=(w // 2, h // 2), inv_scale=(2.0, 2.0),
+                              has_channels=has_channels)
+
+
+def test_histogram_in_small_bands_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled histogram in bands of a few pixels (a frame's counts summed over its bands;
+    bands that do not fill the four sub-histograms evenly), with channels, batches, empty
+    frames and every bin count, gives the portable bits."""
+    import portcv.color._histogram as histogram
+
+    monkeypatch.setattr(histogram, "NUMBA_BAND_PIXELS", 7)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
+    rng = np.random.default_rng(29)
+    for shape, has_channels in (((7, 9), False), ((2, 5, 11), False), ((1, 1), False), ((3, 0, 4), False),
+                                ((6, 5, 3), True), ((2, 3, 7, 2), True), ((4, 3, 4), True)):
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        for bins in (256, 16, 1):
+            _same_as_portable("histogram", img, bins=bins, has_channels=has_channels)
+    _same_as_portable("histogram", np.full((9, 9), 255, np.uint8), bins=256, has_channels=False)
+
+
+@pytest.mark.parametrize("lanes, tiles", [(8, 1), (16, 3), (2048, 1 << 13)])
+def test_median_circuits_in_small_chunks_equal_the_portable_version(monkeypatch: pytest.MonkeyPatch, lanes: int,
+                                                                   tiles: int) -> None:
+    """The compiled tile circuits with chunks of a few lanes (a chunk ending inside a tile row,
+    tile rows of a band split over chunks) and bands of a few tiles over two threads, on sizes
+    that are not whole tiles or whole words of tiles (the scalar tails of the output transposes),
+    batches and channels, every border (a reflect101 pad longer than the image), give the
+    portable bits."""
+    import portcv.filters._median as median
+
+    monkeypatch.setattr(median, "NUMBA_LANES", lanes)
+    monkeypatch.setattr(median, "NUMBA_BAND_TILES", tiles)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
+    rng = np.random.default_rng(31)
+    for shape, has_channels in (((7, 9), False), ((1, 1), False), ((2, 3), False), ((3, 70), False),
+                                ((2, 13, 67), False), ((6, 5, 3), True), ((2, 9, 17, 2), True)):
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        for ksize in (3, 5):
+            for border in ("reflect101", "replicate", "constant"):
+                _same_as_portable("median_filter", img, ksize=ksize, has_channels=has_channels, border=border,
+                                  border_value=9)
+
+
+@pytest.mark.parametrize("rows", [1, 3, 64])
+def test_median_sliding_histogram_equals_the_portable_version(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
+    """The compiled sliding-histogram median (ksize 7 to 15) in bands of a few rows over two
+    threads, on images narrower and shorter than the window (pads past the image, reflected more
+    than once), batches, channels, every border, and few-valued images (the median walking over
+    empty and tall bins), gives the portable bits; the vectorized path runs the portable count."""
+    import portcv.filters._median as median
+
+    monkeypatch.setattr(median, "NUMBA_HUANG_ROWS", rows)
+    monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
+    rng = np.random.default_rng(41)
+    images = [(rng.integers(0, 256, shape, dtype=np.uint8), has_channels)
+              for shape, has_channels in (((9, 11), False), ((1, 1), False), ((3, 20), False), ((2, 6, 5), False),
+                                          ((5, 7, 3), True))]
+    images.append(((rng.integers(0, 4, (17, 19)) * 60).astype(np.uint8), False))
+    images += [(make(images[0][0]), False) for make in LAYOUTS.values()]  # non-contiguous views
+    for img, has_channels in images:
+        for ksize in (7, 15) if img.size > 50 else (7, 9, 15):
+            for border in ("reflect101", "replicate", "constant"):
+                _same_as_portable("median_filter", img, ksize=ksize, has_channels=has_channels, border=border,
+                                  border_value=9)
+
+
+def test_integral_resize_histogram_median_take_read_only_inputs() -> None:
+    """A read-only frame (a memory-mapped file, a frame a decoder owns) goes through the
+    compiled loops (Numba types it apart from a writable one) and gives the portable bits."""
+    img = np.random.default_rng(37).integers(0, 256, (2, 37, 42), dtype=np.uint8)
+    img.setflags(write=False)
+    _same_as_portable("integral", img, has_channels=False, squared=True, dtype="int64")
+    _same_as_portable("resize", img, arith="area2_even", size=(21, 18), inv_scale=(2.0, 2.0), has_channels=False)
+    _same_as_portable("histogram", img, bins=64, has_channels=False)
+    for ksize in (3, 5, 7):
+        _same_as_portable("median_filter", img, ksize=ksize, has_channels=False, border="reflect101", border_value=0)
+
+
 @pytest.mark.usefixtures("two_row_bands")
 def test_yuv420_in_small_bands_equals_the_portable_version() -> None:
     """YUV 4:2:0 to RGB in bands of two block rows on two threads, over batches (a band never

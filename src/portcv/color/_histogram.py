@@ -80,15 +80,41 @@ def histogram_kernel(xp: Any, img: Any, *, bins: int, has_channels: bool) -> Any
     return xp.reshape(counts, lead + ((channels, bins) if has_channels else (bins,)))
 
 
+#: Pixels (times channels) per band of the compiled histogram (``_histogram_numba.py``), each
+#: band counted into its own counts and the bands' counts summed: a 1080p gray frame is 8 bands.
+NUMBA_BAND_PIXELS = 1 << 18
+
+
 @histogram_kernel.override("numpy", supports="uint8 images (others: the portable version)")
 def _histogram_numpy(img: Any, *, bins: int, has_channels: bool) -> Any:
 
     if img.dtype != np.uint8:
         return histogram_kernel.portable(backend().xp, img, bins=bins, has_channels=has_channels)
+    from ..backends.numpy import compiled
+
     lead, pixels, channels = _shape_parts(tuple(img.shape), has_channels)
     frames = math.prod(lead)
     x = np.reshape(img, (frames, pixels * channels))
-    if channels == 1 and pixels >= 1 << 16:
+    if compiled():
+        from ..backends.numpy import run_bands
+        from ._histogram_numba import count_band
+
+        step = max(1, NUMBA_BAND_PIXELS // channels)  # pixels per band
+        items = [(f, p) for f in range(frames) for p in range(0, pixels, step)] if pixels else []
+        per_frame = max(1, -(-pixels // step))
+        partial = np.zeros((frames, per_frame, channels * 256), np.int64)
+        planes = np.ascontiguousarray(x)
+
+        def count(item: tuple[int, int]) -> None:
+            f, p = item
+            count_band(planes[f], partial[f, p // step], channels, p, min(p + step, pixels))
+
+        if len(items) == 1:
+            count(items[0])
+        else:
+            run_bands(count, items)
+        counts = partial.sum(1) if per_frame > 1 else partial[:, 0]
+    elif channels == 1 and pixels >= 1 << 16:
         # Big gray frames: bytes counted in pairs, half the elements through np.bincount (which
         # widens each to intp): a pair (a, b) is one uint16 key, and sum(0) + sum(1) of its
         # 256 x 256 counts counts each byte once, in either byte order.

@@ -74,10 +74,17 @@ def resize_kernel(
     return xp.astype(out, xp.uint8)
 
 
+#: Output pixels per band of the compiled 2x reduction (``_resize_numba.py``): a 1080p gray
+#: frame's 518,400 outputs are one band, on the calling thread (a band runs in about 0.05 ms,
+#: less than handing one to a pool thread costs).
+NUMBA_BAND_PIXELS = 1 << 20
+
+
 @resize_kernel.override("numpy", supports="exact 2x reductions whose 2x2 blocks lie inside the image (others: the portable version)")
 def _resize_numpy(
     img: Any, *, arith: str, size: tuple[int, int], inv_scale: tuple[float, float], has_channels: bool
 ) -> Any:
+    from ..backends.numpy import compiled
 
     height, width, channels = _plane_shape(img, has_channels)
     dw, dh = size
@@ -88,6 +95,22 @@ def _resize_numpy(
     # Every output is the full block 2y..2y+1 x 2x..2x+1 (the tables' i0 = 2d, i1 = 2d + 1, weights 1):
     # pairs of rows, then pairs of pixels, summed exactly in uint16 (s <= 4 * 255).
     lead = img.shape[:-3] if has_channels else img.shape[:-2]
+    if compiled():
+        from ..backends.numpy import run_bands
+        from ._resize_numba import halve_rows
+
+        planes = img.size // (height * width * channels)
+        src = np.ascontiguousarray(img).reshape(planes * height, width * channels)
+        rows = planes * dh
+        out = np.empty((rows, dw * channels), np.uint8)
+        step = max(1, NUMBA_BAND_PIXELS // max(1, dw * channels))  # output rows per band
+        even = arith != "area2_up"
+        if step >= rows:
+            halve_rows(src, out, height, dh, channels, 0, rows, even)
+        else:
+            run_bands(lambda r: halve_rows(src, out, height, dh, channels, r, min(r + step, rows), even),
+                      list(range(0, rows, step)))
+        return out.reshape(lead + (dh, dw) + ((channels,) if has_channels else ()))
     x = img[..., : 2 * dh, : 2 * dw, :] if has_channels else img[..., : 2 * dh, : 2 * dw]
     x = np.reshape(x, (-1, dh, 2, 2 * dw * channels))
     rows = np.add(x[:, :, 0], x[:, :, 1], dtype=np.uint16).reshape(-1, dh, dw, 2, channels)

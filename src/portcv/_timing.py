@@ -260,13 +260,17 @@ def interleaved_ms(fns: dict[str, Callable[[], Any]], rounds: int = 15, warmup: 
 
     On a machine shared with other work, interleaving spreads any slow spell over every side
     instead of one, so the ratios between sides stay meaningful even when the absolute times drift.
+    Each round starts one side later than the one before: the side that follows a slow one (whose
+    temporaries evicted the caches) is a different one each round, not always the same.
     """
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    order = list(fns.items())
+    for r in range(rounds):
+        shift = r % len(order)
+        for name, fn in order[shift:] + order[:shift]:
             t0 = _clock()
             fn()
             times[name].append((_clock() - t0) * 1e3)

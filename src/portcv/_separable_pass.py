@@ -216,7 +216,7 @@ def finish_band(xp: Any, acc: Any, finish: tuple, in_range: bool, out: Any) -> N
 def _separable_filter_numpy(
     img: Any, *, kx: tuple, ky: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
 ) -> Any:
-    from .backends.numpy import row_bands, run_bands
+    from .backends.numpy import compiled, row_bands, run_bands
 
     params = dict(kx=kx, ky=ky, has_channels=has_channels, border=border, border_value=border_value, finish=finish)
     if img.dtype != np.uint8 or img.size == 0:
@@ -225,6 +225,8 @@ def _separable_filter_numpy(
     channels = img.shape[-1] if has_channels else 1
     y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
     height, width = img.shape[y_axis], img.shape[x_axis]
+    if compiled():
+        return _separable_filter_compiled(img, kx, ky, channels, height, width, border, border_value, finish)
     # One uint8 copy padded on both axes by the portable border rule; a constant border's rows
     # are then `value` everywhere, whose horizontal sums are the portable's value * sum(kx).
     x = pad_axis(xp, img, x_axis, len(kx) // 2, len(kx) - 1 - len(kx) // 2, border, border_value)
@@ -247,6 +249,43 @@ def _separable_filter_numpy(
         h = correlate_shifted(rows, kx, channels, n, 1, h_dtype, "separable-x")
         finish_band(xp, correlate_shifted(h, ky, 1, r1 - r0, 0, v_dtype, "separable-y"), finish, in_range,
                     out[p, r0:r1])
+
+    run_bands(band, row_bands(height, n, planes=planes))
+    return out.reshape(img.shape)
+
+
+def compiled_finish(finish: tuple) -> tuple[int, int, int, float, int, int]:
+    """``finish`` as the compiled loops' scalars: (mode code, p0, p1, float32 1/A, lo, hi)."""
+    from ._separable_pass_numba import FINISH_CODE
+
+    mode, p0, p1, out = finish
+    lo, hi = OUT_DTYPES[out]
+    inv = float(np.asarray(p1, dtype=np.uint32).view(np.float32)) if mode == "box_float32" else 0.0
+    return FINISH_CODE[mode], int(p0), int(p1), inv, lo, hi
+
+
+def _separable_filter_compiled(img: Any, kx: tuple, ky: tuple, channels: int, height: int, width: int, border: str,
+                               border_value: int, finish: tuple) -> Any:
+    """The NumPy override's compiled path: bands of rows, each one call of ``separable_band``."""
+    from ._border import border_indices
+    from ._separable_pass_numba import separable_band
+    from .backends.numpy import row_bands, run_bands, scratch
+
+    n = width * channels
+    planes = img.size // (height * n)
+    x = np.ascontiguousarray(img).reshape(planes, height, n)
+    out = np.empty((planes, height, n), dtype=finish[3])
+    xsrc = border_indices(width, len(kx) // 2, len(kx) - 1 - len(kx) // 2, border).astype(np.int64)
+    ysrc = border_indices(height, len(ky) // 2, len(ky) - 1 - len(ky) // 2, border).astype(np.int64)
+    tx, ty = np.asarray(kx, np.int32), np.asarray(ky, np.int32)
+    fin = compiled_finish(finish)
+    outside = np.full(n, border_value, np.uint8)  # a constant border's rows
+
+    def band(item: tuple[int, int, int]) -> None:
+        p, r0, r1 = item
+        column = scratch("separable-column", ((width + len(kx) - 1) * channels,), np.int32)
+        acc = scratch("separable-acc", (n,), np.int32)
+        separable_band(x, out, p, r0, r1, tx, ty, xsrc, ysrc, channels, int(border_value), *fin, outside, column, acc)
 
     run_bands(band, row_bands(height, n, planes=planes))
     return out.reshape(img.shape)

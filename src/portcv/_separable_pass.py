@@ -5,6 +5,7 @@ horizontal and one vertical 1-D integer correlation, exact in int32, then one ro
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -264,28 +265,50 @@ def compiled_finish(finish: tuple) -> tuple[int, int, int, float, int, int]:
     return FINISH_CODE[mode], int(p0), int(p1), inv, lo, hi
 
 
+@functools.lru_cache(maxsize=64)
+def padded_sources(n: int, taps: int, border: str) -> np.ndarray:
+    """The source index of each of the ``n + taps - 1`` positions an axis of ``n`` is padded to
+    for ``taps`` taps (anchor ``taps // 2``; -1: the constant), by ``_border.border_indices``;
+    cached per size (21 us a call at 1080p, more than a tenth of a compiled blur's time)."""
+    from ._border import border_indices
+
+    table = border_indices(n, taps // 2, taps - 1 - taps // 2, border).astype(np.int64)
+    table.flags.writeable = False
+    return table
+
+
 def _separable_filter_compiled(img: Any, kx: tuple, ky: tuple, channels: int, height: int, width: int, border: str,
                                border_value: int, finish: tuple) -> Any:
     """The NumPy override's compiled path: bands of rows, each one call of ``separable_band``."""
-    from ._border import border_indices
     from ._separable_pass_numba import separable_band
-    from .backends.numpy import row_bands, run_bands, scratch
+    from .backends.numpy import host_threads, row_bands, run_bands, scratch
 
     n = width * channels
     planes = img.size // (height * n)
     x = np.ascontiguousarray(img).reshape(planes, height, n)
     out = np.empty((planes, height, n), dtype=finish[3])
-    xsrc = border_indices(width, len(kx) // 2, len(kx) - 1 - len(kx) // 2, border).astype(np.int64)
-    ysrc = border_indices(height, len(ky) // 2, len(ky) - 1 - len(ky) // 2, border).astype(np.int64)
-    tx, ty = np.asarray(kx, np.int32), np.asarray(ky, np.int32)
+    xsrc = padded_sources(width, len(kx), border)
+    ysrc = padded_sources(height, len(ky), border)
+    # The vertical sums (over uint8 rows) are bounded by 255 * sum|ky|, the outputs' by
+    # 255 * sum|kx| * sum|ky| (check_accumulator keeps it within int32): each is kept in the
+    # narrowest of uint16 / int16 / int32 that holds it, and the loops compute in that width
+    # (twice the SIMD lanes of int32 where 16 bits hold it); the arithmetic is modulo 2**16 or
+    # 2**32 then, which gives the exact sums (so the portable bits) since they fit.
+    sx, sy = sum(abs(t) for t in kx), sum(abs(t) for t in ky)
+    column_dtype = _sum_dtype(255 * sy, min(ky) >= 0)
+    sum_dtype = _sum_dtype(255 * sx * sy, min(kx) >= 0 and min(ky) >= 0)
+    tap_dtype = np.int16 if max(sx, sy) <= 32767 else np.int32
+    tx, ty = np.asarray(kx, tap_dtype), np.asarray(ky, tap_dtype)
     fin = compiled_finish(finish)
     outside = np.full(n, border_value, np.uint8)  # a constant border's rows
 
     def band(item: tuple[int, int, int]) -> None:
         p, r0, r1 = item
-        column = scratch("separable-column", ((width + len(kx) - 1) * channels,), np.int32)
-        acc = scratch("separable-acc", (n,), np.int32)
+        column = scratch("separable-column", ((width + len(kx) - 1) * channels,), column_dtype)
+        acc = scratch("separable-acc", (n,), sum_dtype)
         separable_band(x, out, p, r0, r1, tx, ty, xsrc, ysrc, channels, int(border_value), *fin, outside, column, acc)
 
-    run_bands(band, row_bands(height, n, planes=planes))
+    # One band per thread and plane: the loop streams rows (no band buffer to keep in cache), and
+    # every call costs the dispatcher's argument checks.
+    run_bands(band, row_bands(height, n, planes=planes, target=-(-height // host_threads()) * n))
     return out.reshape(img.shape)

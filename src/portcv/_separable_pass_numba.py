@@ -15,11 +15,23 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import intrinsic
 
 from .backends.numpy import NUMBA_OPTIONS
 
 #: Finish modes (``finish[0]`` of ``finish_accumulator``) as the loops' integer codes.
 FINISH_CODE = {"shift": 0, "floor_div": 1, "box_multiply": 2, "box_float32": 3}
+
+
+@intrinsic
+def shift_right32(typingctx, x, s):  # noqa: ARG001 (numba's intrinsic signature)
+    """``x >> s`` in int32 (arithmetic, ``0 <= s < 32``). Numba types ``int32 >> int32`` as int64,
+    and LLVM cannot narrow a shift by a variable count back to 32 bits: the vectorized loop
+    ran in 64-bit lanes, 2.5x slower."""
+    def codegen(context, builder, signature, args):
+        return builder.ashr(args[0], args[1])
+    return types.int32(types.int32, types.int32), codegen
 
 
 @numba.njit(**NUMBA_OPTIONS)
@@ -109,18 +121,19 @@ def correlate_row(padded: np.ndarray, taps: np.ndarray, step: int, out: np.ndarr
 def finish_row(acc: np.ndarray, mode: int, p0: int, p1: int, inv: float, lo: int, hi: int, out: np.ndarray) -> None:
     """``finish_accumulator`` of one row of int32 sums into ``out`` (uint8, int16 or int32)."""
     n = out.shape[0]
+    low, high = np.int32(lo), np.int32(hi)  # int32 bounds: 64-bit compares ran 6x slower
     if mode == 0:  # shift: round half up, >> (arithmetic), saturate to [lo, hi]
         if p0 > 0:
             add, right = np.int32(1 << (p0 - 1)), np.int32(p0)
             for i in range(n):
-                v = np.int32(acc[i] + add) >> right
-                out[i] = min(max(v, lo), hi)
+                v = shift_right32(np.int32(acc[i] + add), right)
+                out[i] = min(max(v, low), high)
         else:
             for i in range(n):
-                out[i] = min(max(acc[i], lo), hi)
+                out[i] = min(max(np.int32(acc[i]), low), high)
     elif mode == 1:  # floor_div: floor(acc / p0), saturated
         for i in range(n):
-            out[i] = min(max(acc[i] // p0, lo), hi)
+            out[i] = min(max(np.int32(acc[i] // p0), low), high)
     elif mode == 2:  # box_multiply: ((acc + dd) * ds) >> 23 in uint32, the low byte stored
         dd, ds = np.int32(p0), np.uint32(p1)
         for i in range(n):

@@ -179,6 +179,24 @@ def _border_pixel(column: np.ndarray, s: int, q: int, before: int, channels: int
 
 
 @numba.njit(**NUMBA_OPTIONS)
+def vertical_pass(img: np.ndarray, plane: int, ysrc: np.ndarray, y: int, ky: np.ndarray, outside: np.ndarray,
+                  out: np.ndarray) -> None:
+    """``out = sum_j ky[j] * row(ysrc[y + j])`` over the uint8 rows of ``plane`` (``outside`` for
+    -1), modulo ``out``'s width."""
+    kh = ky.shape[0]
+    if kh == 3:
+        sum3(source_row(img, plane, ysrc[y], outside), source_row(img, plane, ysrc[y + 1], outside),
+             source_row(img, plane, ysrc[y + 2], outside), ky, out)
+    elif kh == 5:
+        sum5(source_row(img, plane, ysrc[y], outside), source_row(img, plane, ysrc[y + 1], outside),
+             source_row(img, plane, ysrc[y + 2], outside), source_row(img, plane, ysrc[y + 3], outside),
+             source_row(img, plane, ysrc[y + 4], outside), ky, out)
+    else:
+        for j in range(kh):
+            accumulate(source_row(img, plane, ysrc[y + j], outside), ky[j], j == 0, out)
+
+
+@numba.njit(**NUMBA_OPTIONS)
 def separable_band(img: np.ndarray, out: np.ndarray, plane: int, r0: int, r1: int, kx: np.ndarray, ky: np.ndarray,
                    xsrc: np.ndarray, ysrc: np.ndarray, channels: int, value: int, mode: int, p0: int, p1: int,
                    inv: float, lo: int, hi: int, outside: np.ndarray, column: np.ndarray, acc: np.ndarray) -> None:
@@ -200,16 +218,7 @@ def separable_band(img: np.ndarray, out: np.ndarray, plane: int, r0: int, r1: in
     for t in range(kh):
         edge = np.int32(edge + ky[t] * value)
     for y in range(r0, r1):
-        if kh == 3:
-            sum3(source_row(img, plane, ysrc[y], outside), source_row(img, plane, ysrc[y + 1], outside),
-                 source_row(img, plane, ysrc[y + 2], outside), ky, inner)
-        elif kh == 5:
-            sum5(source_row(img, plane, ysrc[y], outside), source_row(img, plane, ysrc[y + 1], outside),
-                 source_row(img, plane, ysrc[y + 2], outside), source_row(img, plane, ysrc[y + 3], outside),
-                 source_row(img, plane, ysrc[y + 4], outside), ky, inner)
-        else:
-            for j in range(kh):
-                accumulate(source_row(img, plane, ysrc[y + j], outside), ky[j], j == 0, inner)
+        vertical_pass(img, plane, ysrc, y, ky, outside, inner)
         pad_borders(column, xsrc, before, n // channels, channels, edge)
         correlate_row(column, kx, channels, acc)
         finish_row(acc, mode, p0, p1, inv, lo, hi, out[plane, y])

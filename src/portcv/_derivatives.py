@@ -73,14 +73,14 @@ def _gradients_compiled(img: Any, smooth: tuple, deriv: tuple, has_channels: boo
     import numpy as np
 
     from ._derivatives_numba import gradients_band
-    from ._separable_pass import _sum_dtype, padded_sources
+    from ._separable_pass import _sum_dtype, loop_input, padded_sources
     from .backends.numpy import host_threads, row_bands, run_bands, scratch
 
     channels = img.shape[-1] if has_channels else 1
     height, width = img.shape[-3:-1] if has_channels else img.shape[-2:]
     n = width * channels
     planes = img.size // (height * n)
-    x = np.ascontiguousarray(img).reshape(planes, height, n)
+    x = loop_input(img, (planes, height, n))
     gx, gy = np.empty((planes, height, n), np.int16), np.empty((planes, height, n), np.int16)
     ss, sd = sum(abs(t) for t in smooth), sum(abs(t) for t in deriv)
     # The narrowest types that hold the vertical sums and the outputs' exact sums (the loops

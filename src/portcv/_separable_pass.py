@@ -265,6 +265,23 @@ def compiled_finish(finish: tuple) -> tuple[int, int, int, float, int, int]:
     return FINISH_CODE[mode], int(p0), int(p1), inv, lo, hi
 
 
+def loop_input(img: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    """``img`` as the compiled loops read it: C-contiguous, ``(planes, H, W * C)``, and read-only
+    (a view; Numba compiles read-only and writeable arrays apart, so this keeps one signature)."""
+    x = np.ascontiguousarray(img).reshape(shape).view()
+    x.flags.writeable = False
+    return x
+
+
+def pass_taps(taps: Any, sums: Any) -> np.ndarray:
+    """Taps as the compiled loops take them: int16 for a pass whose sums are 16-bit (wrapped
+    modulo 2**16 where larger, which the arithmetic modulo 2**16 does not see; int16 taps let
+    LLVM keep the loop in 16-bit lanes), int32 otherwise. Tying the taps' type to the sums'
+    keeps the compiled signatures few."""
+    taps = np.asarray(taps, np.int64)
+    return taps.astype(np.int16) if np.dtype(sums).itemsize == 2 else taps.astype(np.int32)
+
+
 @functools.lru_cache(maxsize=64)
 def padded_sources(n: int, taps: int, border: str) -> np.ndarray:
     """The source index of each of the ``n + taps - 1`` positions an axis of ``n`` is padded to
@@ -285,7 +302,7 @@ def _separable_filter_compiled(img: Any, kx: tuple, ky: tuple, channels: int, he
 
     n = width * channels
     planes = img.size // (height * n)
-    x = np.ascontiguousarray(img).reshape(planes, height, n)
+    x = loop_input(img, (planes, height, n))
     out = np.empty((planes, height, n), dtype=finish[3])
     xsrc = padded_sources(width, len(kx), border)
     ysrc = padded_sources(height, len(ky), border)
@@ -297,8 +314,7 @@ def _separable_filter_compiled(img: Any, kx: tuple, ky: tuple, channels: int, he
     sx, sy = sum(abs(t) for t in kx), sum(abs(t) for t in ky)
     column_dtype = _sum_dtype(255 * sy, min(ky) >= 0)
     sum_dtype = _sum_dtype(255 * sx * sy, min(kx) >= 0 and min(ky) >= 0)
-    tap_dtype = np.int16 if max(sx, sy) <= 32767 else np.int32
-    tx, ty = np.asarray(kx, tap_dtype), np.asarray(ky, tap_dtype)
+    tx, ty = pass_taps(kx, sum_dtype), pass_taps(ky, column_dtype)
     fin = compiled_finish(finish)
     outside = np.full(n, border_value, np.uint8)  # a constant border's rows
 

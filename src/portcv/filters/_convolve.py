@@ -113,21 +113,21 @@ def _convolve2d_compiled(img: Any, taps: tuple, channels: int, height: int, widt
                          border_value: int, finish: tuple) -> Any:
     """The NumPy override's compiled path: one band of rows per thread and plane, each one call
     of ``convolve_band``."""
-    from .._separable_pass import _sum_dtype, compiled_finish, padded_sources
+    from .._separable_pass import _sum_dtype, compiled_finish, loop_input, padded_sources, pass_taps
     from ..backends.numpy import host_threads, row_bands, run_bands, scratch
     from ._convolve_numba import convolve_band
 
     kh, kw = len(taps), len(taps[0])
     n = width * channels
     planes = img.size // (height * n)
-    x = np.ascontiguousarray(img).reshape(planes, height, n)
+    x = loop_input(img, (planes, height, n))
     out = np.empty((planes, height, n), dtype=finish[3])
     flat = [t for row in taps for t in row]
     # Every partial sum is a sub-sum of sum|k| * 255 (the caller keeps it within int32): the
     # narrowest type holding it, its arithmetic modulo 2**16 or 2**32 then exact.
     bound = sum(abs(t) for t in flat)
     acc_dtype = _sum_dtype(255 * bound, min(flat) >= 0)
-    k = np.asarray(taps, np.int16 if bound <= 32767 else np.int32)
+    k = pass_taps(taps, acc_dtype)
     xsrc, ysrc = padded_sources(width, kw, border), padded_sources(height, kh, border)
     fin = compiled_finish(finish)
 

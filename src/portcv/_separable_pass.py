@@ -274,10 +274,10 @@ def loop_input(img: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
 
 
 def pass_taps(taps: Any, sums: Any) -> np.ndarray:
-    """Taps as the compiled loops take them: int16 for a pass whose sums are 16-bit (wrapped
-    modulo 2**16 where larger, which the arithmetic modulo 2**16 does not see; int16 taps let
-    LLVM keep the loop in 16-bit lanes), int32 otherwise. Tying the taps' type to the sums'
-    keeps the compiled signatures few."""
+    """Taps as the compiled loops take them: int16 for a pass whose sums are 16-bit (they fit:
+    sums bounded by 255 * sum|taps| <= 65535 bound every tap by 257; int16 taps let LLVM keep the
+    loop in 16-bit lanes), int32 otherwise. Tying the taps' type to the sums' keeps the
+    compiled signatures few."""
     taps = np.asarray(taps, np.int64)
     return taps.astype(np.int16) if np.dtype(sums).itemsize == 2 else taps.astype(np.int32)
 

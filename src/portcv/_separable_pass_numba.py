@@ -146,6 +146,41 @@ def finish_row(acc: np.ndarray, mode: int, p0: int, p1: int, inv: float, lo: int
 
 
 @numba.njit(**NUMBA_OPTIONS)
+def _box_scale(v: int, dd: np.int32, ds: np.uint32) -> np.uint8:
+    return np.uint8(np.uint32(np.uint32(np.int32(v + dd)) * ds) >> np.uint32(23))
+
+
+@numba.njit(**NUMBA_OPTIONS)
+def horizontal_finish(column: np.ndarray, taps: np.ndarray, step: int, mode: int, p0: int, p1: int, inv: float,
+                      lo: int, hi: int, acc: np.ndarray, out: np.ndarray) -> None:
+    """``finish_row(correlate_row(column, taps))`` into ``out``; fused into one loop (no row of
+    sums stored) for 3 and 5 taps with the ``box_multiply`` finish (OpenCV's blur), the same
+    arithmetic element by element: 5x5 box 0.71 -> 0.55 ms a frame on one thread. (Fusing the
+    ``shift`` finish too made Sobel's int16 loop 1.5x slower.)"""
+    n = out.shape[0]
+    k = taps.shape[0]
+    if (k != 3 and k != 5) or mode != 2:
+        correlate_row(column, taps, step, acc)
+        finish_row(acc, mode, p0, p1, inv, lo, hi, out)
+        return
+    dd, ds = np.int32(p0), np.uint32(p1)
+    a, b, c = column[0:n], column[step: step + n], column[2 * step: 2 * step + n]
+    if k == 3:
+        t0, t1, t2 = taps[0], taps[1], taps[2]
+        for i in range(n):
+            out[i] = _box_scale(t0 * a[i] + t1 * b[i] + t2 * c[i], dd, ds)
+        return
+    d, e = column[3 * step: 3 * step + n], column[4 * step: 4 * step + n]
+    t0, t1, t2, t3, t4 = taps[0], taps[1], taps[2], taps[3], taps[4]
+    if t0 == t1 == t2 == t3 == t4:
+        for i in range(n):
+            out[i] = _box_scale(t0 * (a[i] + b[i] + c[i] + d[i] + e[i]), dd, ds)
+    else:
+        for i in range(n):
+            out[i] = _box_scale(t0 * a[i] + t1 * b[i] + t2 * c[i] + t3 * d[i] + t4 * e[i], dd, ds)
+
+
+@numba.njit(**NUMBA_OPTIONS)
 def accumulate(src: np.ndarray, w: int, first: bool, out: np.ndarray) -> None:
     """``out (=|+=) w * src`` (int32, modulo 2**32)."""
     if first:
@@ -220,5 +255,4 @@ def separable_band(img: np.ndarray, out: np.ndarray, plane: int, r0: int, r1: in
     for y in range(r0, r1):
         vertical_pass(img, plane, ysrc, y, ky, outside, inner)
         pad_borders(column, xsrc, before, n // channels, channels, edge)
-        correlate_row(column, kx, channels, acc)
-        finish_row(acc, mode, p0, p1, inv, lo, hi, out[plane, y])
+        horizontal_finish(column, kx, channels, mode, p0, p1, inv, lo, hi, acc, out[plane, y])

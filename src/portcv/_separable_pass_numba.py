@@ -232,6 +232,14 @@ def vertical_pass(img: np.ndarray, plane: int, ysrc: np.ndarray, y: int, ky: np.
 
 
 @numba.njit(**NUMBA_OPTIONS)
+def rolling_update(entering: np.ndarray, leaving: np.ndarray, w: int, out: np.ndarray) -> None:
+    """``out += w * (entering - leaving)`` (modulo ``out``'s width): a box's vertical sums moved
+    down one row, exact as the sums fit their type."""
+    for i in range(out.shape[0]):
+        out[i] = out[i] + w * (np.int32(entering[i]) - np.int32(leaving[i]))
+
+
+@numba.njit(**NUMBA_OPTIONS)
 def separable_band(img: np.ndarray, out: np.ndarray, plane: int, r0: int, r1: int, kx: np.ndarray, ky: np.ndarray,
                    xsrc: np.ndarray, ysrc: np.ndarray, channels: int, value: int, mode: int, p0: int, p1: int,
                    inv: float, lo: int, hi: int, outside: np.ndarray, column: np.ndarray, acc: np.ndarray) -> None:
@@ -252,7 +260,14 @@ def separable_band(img: np.ndarray, out: np.ndarray, plane: int, r0: int, r1: in
     edge = np.int32(0)  # a constant border's columns after the vertical pass: value * sum(ky)
     for t in range(kh):
         edge = np.int32(edge + ky[t] * value)
+    equal = True  # equal vertical taps (a box): each row's sums are the last row's plus the row entering less the row leaving
+    for t in range(kh):
+        equal = equal and ky[t] == ky[0]
     for y in range(r0, r1):
-        vertical_pass(img, plane, ysrc, y, ky, outside, inner)
+        if equal and y > r0:
+            rolling_update(source_row(img, plane, ysrc[y + kh - 1], outside), source_row(img, plane, ysrc[y - 1], outside),
+                           ky[0], inner)
+        else:
+            vertical_pass(img, plane, ysrc, y, ky, outside, inner)
         pad_borders(column, xsrc, before, n // channels, channels, edge)
         horizontal_finish(column, kx, channels, mode, p0, p1, inv, lo, hi, acc, out[plane, y])

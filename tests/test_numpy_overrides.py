@@ -83,6 +83,53 @@ def test_banded_overrides_equal_the_portable_versions(shape: tuple, has_channels
                               l2=l2)
 
 
+#: (kx, ky, finish) reaching every loop of the separable pass: 1-, 3-, 5- and 7-tap passes (the
+#: fused and generic loops), symmetric, antisymmetric, equal and asymmetric taps, 16-bit and
+#: 32-bit sums, and every finish (saturating shifts to each dtype, a floor division of negative
+#: sums, OpenCV's box multiply and its float32 scale).
+_SEPARABLE_CASES = (
+    ((22, 62, 88, 62, 22), (1, 4, 6, 4, 1), ("shift", 16, 0, "uint8")),
+    ((-1, 0, 1), (1, 2, 1), ("shift", 0, 0, "int16")),
+    ((1, -2, 1), (-1, -2, 0, 2, 1), ("shift", 0, 0, "int16")),
+    ((1,) * 5, (1,) * 5, ("box_multiply", 13, 335544, "uint8")),
+    ((1,) * 17, (1,) * 17, ("box_float32", 289, int(np.float32(1 / 289).view(np.uint32)), "uint8")),
+    ((1,), (3, -7, 2, 0, 1, 9, -4), ("floor_div", 7, 0, "uint8")),
+    ((3, -7, 2, 0, 1, 9), (2, -3, 4, 5, 1, 1, 1), ("shift", 3, 0, "int16")),
+    ((0, 0, 0), (5, 0, 5), ("shift", 1, 0, "uint8")),
+    ((120, 900, -4000), (2000, -300, 70, 1), ("shift", 2, 0, "int32")),
+    ((40000, 3), (1, 1, 1), ("shift", 20, 0, "uint8")),
+)
+
+
+@pytest.mark.usefixtures("two_row_bands")
+@pytest.mark.parametrize("shape, has_channels", [((1, 1), False), ((2, 3), False), ((3, 1), False),
+                                                 ((2, 4, 3, 2), True), ((9, 13), False)])
+def test_compiled_filters_at_their_edges_equal_the_portable_versions(shape: tuple, has_channels: bool) -> None:
+    """The separable pass, the direct 2-D filter and the gradients at the edges of their loops:
+    axes shorter than the taps (reflect101 reflecting more than once), every border and a
+    constant's value, batches of channels, read-only inputs, every finish, tap length and sum
+    type (``_SEPARABLE_CASES``), rows of zero taps, on images of noise and of 0 / 255 (the
+    saturating sums)."""
+    rng = np.random.default_rng(sum(shape))
+    noise = rng.integers(0, 256, shape, dtype=np.uint8)
+    binary = (rng.integers(0, 2, shape) * 255).astype(np.uint8)
+    binary.flags.writeable = False
+    for img in (noise, binary):
+        for border in ("reflect101", "replicate", "constant"):
+            for kx, ky, finish in _SEPARABLE_CASES:
+                _same_as_portable("separable_filter", img, kx=kx, ky=ky, has_channels=has_channels, border=border,
+                                  border_value=200, finish=finish)
+            for taps, finish in ((((0, -1, 2), (0, 0, 0), (5, -9, 1)), ("shift", 2, 0, "int16")),
+                                 (((1, 4, 6, 4, 1),) * 5, ("shift", 8, 0, "uint8")),
+                                 (((3, -1),), ("floor_div", 3, 0, "int16")),
+                                 (((0,) * 7,) * 2, ("shift", 0, 0, "int32")),
+                                 ((tuple(range(-3, 4)),) * 4, ("box_multiply", 3, 1 << 21, "uint8"))):
+                _same_as_portable("convolve2d", img, taps=taps, has_channels=has_channels, border=border,
+                                  border_value=200, finish=finish)
+            for ksize in (3, -1, 1, 5, 7):
+                _same_as_portable("gradients", img, ksize=ksize, has_channels=has_channels, border=border)
+
+
 def test_big_frames_equal_the_portable_versions() -> None:
     """The byte-pair histogram of gray frames of 2**16 pixels or more (an odd count here), and
     rgb_to_gray over more than one of its bands, give the portable bits."""

@@ -53,10 +53,52 @@ def gradients_kernel(xp: Any, img: Any, *, ksize: int, has_channels: bool, borde
 
 @gradients_kernel.override("numpy", supports="uint8 images (others: the portable version)")
 def _gradients_numpy(img: Any, *, ksize: int, has_channels: bool, border: str) -> tuple[Any, Any]:
-    from ._separable_pass import _separable_filter_numpy
+    import numpy as np
 
-    # The portable version's two separable passes, each on the separable filter's NumPy override.
+    from ._separable_pass import _separable_filter_numpy
+    from .backends.numpy import compiled
+
     smooth, deriv = deriv_taps(0, ksize), deriv_taps(1, ksize)
+    if compiled() and img.dtype == np.uint8 and img.size:
+        return _gradients_compiled(img, smooth, deriv, has_channels, border)
+    # The portable version's two separable passes, each on the separable filter's NumPy override.
     common = {"has_channels": has_channels, "border": border, "border_value": 0, "finish": _INT16}
     return (_separable_filter_numpy(img, kx=deriv, ky=smooth, **common),
             _separable_filter_numpy(img, kx=smooth, ky=deriv, **common))
+
+
+def _gradients_compiled(img: Any, smooth: tuple, deriv: tuple, has_channels: bool, border: str) -> tuple[Any, Any]:
+    """The NumPy override's compiled path: gx and gy in one sweep, one band of rows per thread
+    and plane, each one call of ``gradients_band``."""
+    import numpy as np
+
+    from ._derivatives_numba import gradients_band
+    from ._separable_pass import _sum_dtype, loop_input, padded_sources
+    from .backends.numpy import host_threads, row_bands, run_bands, scratch
+
+    channels = img.shape[-1] if has_channels else 1
+    height, width = img.shape[-3:-1] if has_channels else img.shape[-2:]
+    n = width * channels
+    planes = img.size // (height * n)
+    x = loop_input(img, (planes, height, n))
+    gx, gy = np.empty((planes, height, n), np.int16), np.empty((planes, height, n), np.int16)
+    ss, sd = sum(abs(t) for t in smooth), sum(abs(t) for t in deriv)
+    # The narrowest types that hold the vertical sums and the outputs' exact sums (the loops
+    # compute modulo their width; the sums fit, so they are exact).
+    down_s_dtype, down_d_dtype = _sum_dtype(255 * ss, True), _sum_dtype(255 * sd, False)
+    acc_dtype = _sum_dtype(255 * ss * sd, False)
+    taps_dtype = np.int16  # OpenCV's derivative taps: |t| <= 20 for ksize <= 7
+    ts, td = np.asarray(smooth, taps_dtype), np.asarray(deriv, taps_dtype)
+    xs, xd = padded_sources(width, len(smooth), border), padded_sources(width, len(deriv), border)
+    ys, yd = padded_sources(height, len(smooth), border), padded_sources(height, len(deriv), border)
+    outside = np.zeros(n, np.uint8)  # a constant border's rows: 0, as cv2.Sobel's
+
+    def band(item: tuple[int, int, int]) -> None:
+        p, r0, r1 = item
+        down_s = scratch("gradients-down-s", ((width + len(deriv) - 1) * channels,), down_s_dtype)
+        down_d = scratch("gradients-down-d", ((width + len(smooth) - 1) * channels,), down_d_dtype)
+        acc = scratch("gradients-acc", (n,), acc_dtype)
+        gradients_band(x, gx, gy, p, r0, r1, ts, td, xs, xd, ys, yd, channels, outside, down_s, down_d, acc)
+
+    run_bands(band, row_bands(height, n, planes=planes, target=-(-height // host_threads()) * n))
+    return gx.reshape(img.shape), gy.reshape(img.shape)

@@ -5,6 +5,7 @@ horizontal and one vertical 1-D integer correlation, exact in int32, then one ro
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -216,7 +217,7 @@ def finish_band(xp: Any, acc: Any, finish: tuple, in_range: bool, out: Any) -> N
 def _separable_filter_numpy(
     img: Any, *, kx: tuple, ky: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
 ) -> Any:
-    from .backends.numpy import row_bands, run_bands
+    from .backends.numpy import compiled, row_bands, run_bands
 
     params = dict(kx=kx, ky=ky, has_channels=has_channels, border=border, border_value=border_value, finish=finish)
     if img.dtype != np.uint8 or img.size == 0:
@@ -225,6 +226,8 @@ def _separable_filter_numpy(
     channels = img.shape[-1] if has_channels else 1
     y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
     height, width = img.shape[y_axis], img.shape[x_axis]
+    if compiled():
+        return _separable_filter_compiled(img, kx, ky, channels, height, width, border, border_value, finish)
     # One uint8 copy padded on both axes by the portable border rule; a constant border's rows
     # are then `value` everywhere, whose horizontal sums are the portable's value * sum(kx).
     x = pad_axis(xp, img, x_axis, len(kx) // 2, len(kx) - 1 - len(kx) // 2, border, border_value)
@@ -249,4 +252,79 @@ def _separable_filter_numpy(
                     out[p, r0:r1])
 
     run_bands(band, row_bands(height, n, planes=planes))
+    return out.reshape(img.shape)
+
+
+def compiled_finish(finish: tuple) -> tuple[int, int, int, float, int, int]:
+    """``finish`` as the compiled loops' scalars: (mode code, p0, p1, float32 1/A, lo, hi)."""
+    from ._separable_pass_numba import FINISH_CODE
+
+    mode, p0, p1, out = finish
+    lo, hi = OUT_DTYPES[out]
+    inv = float(np.asarray(p1, dtype=np.uint32).view(np.float32)) if mode == "box_float32" else 0.0
+    return FINISH_CODE[mode], int(p0), int(p1), inv, lo, hi
+
+
+def loop_input(img: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    """``img`` as the compiled loops read it: C-contiguous, ``(planes, H, W * C)``, and read-only
+    (a view; Numba compiles read-only and writeable arrays apart, so this keeps one signature)."""
+    x = np.ascontiguousarray(img).reshape(shape).view()
+    x.flags.writeable = False
+    return x
+
+
+def pass_taps(taps: Any, sums: Any) -> np.ndarray:
+    """Taps as the compiled loops take them: int16 for a pass whose sums are 16-bit (they fit:
+    sums bounded by 255 * sum|taps| <= 65535 bound every tap by 257; int16 taps let LLVM keep the
+    loop in 16-bit lanes), int32 otherwise. Tying the taps' type to the sums' keeps the
+    compiled signatures few."""
+    taps = np.asarray(taps, np.int64)
+    return taps.astype(np.int16) if np.dtype(sums).itemsize == 2 else taps.astype(np.int32)
+
+
+@functools.lru_cache(maxsize=64)
+def padded_sources(n: int, taps: int, border: str) -> np.ndarray:
+    """The source index of each of the ``n + taps - 1`` positions an axis of ``n`` is padded to
+    for ``taps`` taps (anchor ``taps // 2``; -1: the constant), by ``_border.border_indices``;
+    cached per size (21 us a call at 1080p, more than a tenth of a compiled blur's time)."""
+    from ._border import border_indices
+
+    table = border_indices(n, taps // 2, taps - 1 - taps // 2, border).astype(np.int64)
+    table.flags.writeable = False
+    return table
+
+
+def _separable_filter_compiled(img: Any, kx: tuple, ky: tuple, channels: int, height: int, width: int, border: str,
+                               border_value: int, finish: tuple) -> Any:
+    """The NumPy override's compiled path: bands of rows, each one call of ``separable_band``."""
+    from ._separable_pass_numba import separable_band
+    from .backends.numpy import host_threads, row_bands, run_bands, scratch
+
+    n = width * channels
+    planes = img.size // (height * n)
+    x = loop_input(img, (planes, height, n))
+    out = np.empty((planes, height, n), dtype=finish[3])
+    xsrc = padded_sources(width, len(kx), border)
+    ysrc = padded_sources(height, len(ky), border)
+    # The vertical sums (over uint8 rows) are bounded by 255 * sum|ky|, the outputs' by
+    # 255 * sum|kx| * sum|ky| (check_accumulator keeps it within int32): each is kept in the
+    # narrowest of uint16 / int16 / int32 that holds it, and the loops compute in that width
+    # (twice the SIMD lanes of int32 where 16 bits hold it); the arithmetic is modulo 2**16 or
+    # 2**32 then, which gives the exact sums (so the portable bits) since they fit.
+    sx, sy = sum(abs(t) for t in kx), sum(abs(t) for t in ky)
+    column_dtype = _sum_dtype(255 * sy, min(ky) >= 0)
+    sum_dtype = _sum_dtype(255 * sx * sy, min(kx) >= 0 and min(ky) >= 0)
+    tx, ty = pass_taps(kx, sum_dtype), pass_taps(ky, column_dtype)
+    fin = compiled_finish(finish)
+    outside = np.full(n, border_value, np.uint8)  # a constant border's rows
+
+    def band(item: tuple[int, int, int]) -> None:
+        p, r0, r1 = item
+        column = scratch("separable-column", ((width + len(kx) - 1) * channels,), column_dtype)
+        acc = scratch("separable-acc", (n,), sum_dtype)
+        separable_band(x, out, p, r0, r1, tx, ty, xsrc, ysrc, channels, int(border_value), *fin, outside, column, acc)
+
+    # One band per thread and plane: the loop streams rows (no band buffer to keep in cache), and
+    # every call costs the dispatcher's argument checks.
+    run_bands(band, row_bands(height, n, planes=planes, target=-(-height // host_threads()) * n))
     return out.reshape(img.shape)

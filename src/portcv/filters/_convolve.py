@@ -70,7 +70,7 @@ def convolve2d_kernel(
 def _convolve2d_numpy(
     img: Any, *, taps: tuple, has_channels: bool, border: str, border_value: int, finish: tuple
 ) -> Any:
-    from ..backends.numpy import row_bands, run_bands, scratch
+    from ..backends.numpy import compiled, row_bands, run_bands, scratch
     from .._separable_pass import _sum_dtype, correlate_shifted, finish_band, shift_in_range
 
     xp = backend().xp
@@ -81,6 +81,8 @@ def _convolve2d_numpy(
     y_axis, x_axis = (-3, -2) if has_channels else (-2, -1)
     kh, kw = len(taps), len(taps[0])
     height, width = img.shape[y_axis], img.shape[x_axis]
+    if compiled():
+        return _convolve2d_compiled(img, taps, channels, height, width, border, border_value, finish)
     # The portable version's padded uint8 copy, then per band of rows one row of taps at a time
     # (the separable filter's horizontal pass), summed: every partial sum is a sub-sum of
     # sum |k| * 255, which the caller's check keeps within int32; 16-bit types where it fits.
@@ -104,6 +106,38 @@ def _convolve2d_numpy(
         finish_band(xp, acc, finish, in_range, out[p, r0:r1])
 
     run_bands(band, row_bands(height, n, planes=planes))
+    return out.reshape(img.shape)
+
+
+def _convolve2d_compiled(img: Any, taps: tuple, channels: int, height: int, width: int, border: str,
+                         border_value: int, finish: tuple) -> Any:
+    """The NumPy override's compiled path: one band of rows per thread and plane, each one call
+    of ``convolve_band``."""
+    from .._separable_pass import _sum_dtype, compiled_finish, loop_input, padded_sources, pass_taps
+    from ..backends.numpy import host_threads, row_bands, run_bands, scratch
+    from ._convolve_numba import convolve_band
+
+    kh, kw = len(taps), len(taps[0])
+    n = width * channels
+    planes = img.size // (height * n)
+    x = loop_input(img, (planes, height, n))
+    out = np.empty((planes, height, n), dtype=finish[3])
+    flat = [t for row in taps for t in row]
+    # Every partial sum is a sub-sum of sum|k| * 255 (the caller keeps it within int32): the
+    # narrowest type holding it, its arithmetic modulo 2**16 or 2**32 then exact.
+    bound = sum(abs(t) for t in flat)
+    acc_dtype = _sum_dtype(255 * bound, min(flat) >= 0)
+    k = pass_taps(taps, acc_dtype)
+    xsrc, ysrc = padded_sources(width, kw, border), padded_sources(height, kh, border)
+    fin = compiled_finish(finish)
+
+    def band(item: tuple[int, int, int]) -> None:
+        p, r0, r1 = item
+        ring = scratch("convolve2d-ring", (kh, (width + kw - 1) * channels), np.uint8)
+        acc = scratch("convolve2d-acc", (n,), acc_dtype)
+        convolve_band(x, out, p, r0, r1, k, xsrc, ysrc, channels, int(border_value), *fin, ring, acc)
+
+    run_bands(band, row_bands(height, n, planes=planes, target=-(-height // host_threads()) * n))
     return out.reshape(img.shape)
 
 

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import datetime
 import fnmatch
+import hashlib
 import importlib.util
 import json
 import os
@@ -337,6 +338,8 @@ def environment() -> dict[str, Any]:
     env = {"portcv": portcv.__version__, "portcv_commit": _git_commit(), "python": platform.python_version(),
            "platform": platform.platform(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
            "host_threads": host_threads(),
+           "golden_table_sha256": hashlib.sha256(golden.TABLE_PATH.read_bytes()).hexdigest()
+           if golden.TABLE_PATH.is_file() else None,
            "packages": {m: _version(m) for m in ("numpy", "scipy", "jax", "jaxlib", "cupy", "cv2", "numba")},
            "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     env.update(_gpus())

@@ -312,7 +312,7 @@ def arrays_of(result: Any) -> list[np.ndarray]:
     --------
     >>> import numpy as np
     >>> [a.tolist() for a in arrays_of((np.arange(2), [3, (4, 5)]))]
-    [[0, 1], [3], [4], [5]]
+    [[0, 1], 3, 4, 5]
     """
     if result is None:
         return [np.zeros(0, np.uint8)]

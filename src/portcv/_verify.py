@@ -279,10 +279,11 @@ def _env(name: str, value: str | None) -> Iterator[None]:
 
 # -- the machine -------------------------------------------------------------------------------
 def _version(module: str) -> str | None:
+    """The installed version of the distribution that provides top-level module ``module``
+    (``cv2`` is one of OpenCV's four wheels, a GPU array package one wheel per CUDA version)."""
     from importlib import metadata
 
-    for dist in {"cv2": ("opencv-contrib-python-headless", "opencv-python-headless", "opencv-contrib-python",
-                         "opencv-python"), "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy")}.get(module, (module,)):
+    for dist in metadata.packages_distributions().get(module, []) or [module]:
         with contextlib.suppress(metadata.PackageNotFoundError):
             return metadata.version(dist)
     return None
@@ -309,22 +310,33 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _gpus() -> dict[str, Any]:
-    """GPUs, driver and CUDA versions as CuPy reports them (only when CuPy is installed and runs)."""
-    if importlib.util.find_spec("cupy") is None:
-        return {}
-    try:
-        import cupy
+def _backends_here(checked: Sequence[str]) -> dict[str, Any]:
+    """Per registered backend: its package's version and, for those in ``checked`` (loaded to
+    find out), whether it runs here, its devices and, for a GPU backend, the CUDA driver and
+    runtime versions its module reports."""
+    out: dict[str, Any] = {}
+    for name in portcv.backends.registered_backends():
+        b = portcv.backends.registered(name)
+        entry: dict[str, Any] = {"package": b.module_name, "version": _version(b.module_name.split(".")[0]),
+                                 "available": b.is_available() if name in checked else "not checked"}
+        if entry["available"] is True:
+            try:
+                devices = []
+                for d in range(b.device_count()):
+                    with b.device_scope(d if b.device_count() > 1 else None):
+                        devices.append(b.device)
+                entry["devices"] = devices
+                if b.needs_gpu:
+                    runtime = sys.modules[b.module_name].cuda.runtime
+                    entry["cuda_driver"], entry["cuda_runtime"] = runtime.driverGetVersion(), runtime.runtimeGetVersion()
+            except Exception as exc:  # noqa: BLE001 - what a device cannot report is recorded, not fatal
+                entry["device_error"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        out[name] = entry
+    return out
 
-        runtime = cupy.cuda.runtime
-        names = [runtime.getDeviceProperties(i)["name"].decode() for i in range(runtime.getDeviceCount())]
-        return {"gpus": names, "cuda_driver": runtime.driverGetVersion(), "cuda_runtime": runtime.runtimeGetVersion()}
-    except Exception as exc:  # noqa: BLE001 - no GPU is an answer, recorded as such
-        return {"gpus": [], "gpu_error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
 
-
-def environment() -> dict[str, Any]:
-    """The machine and packages a certificate holds for.
+def environment(backends: Sequence[str] = ()) -> dict[str, Any]:
+    """The machine and packages a certificate holds for; ``backends`` are loaded to list their devices.
 
     Examples
     --------
@@ -340,10 +352,16 @@ def environment() -> dict[str, Any]:
            "host_threads": host_threads(),
            "golden_table_sha256": hashlib.sha256(golden.TABLE_PATH.read_bytes()).hexdigest()
            if golden.TABLE_PATH.is_file() else None,
-           "packages": {m: _version(m) for m in ("numpy", "scipy", "jax", "jaxlib", "cupy", "cv2", "numba")},
+           "backends": _backends_here(backends),
+           "packages": {m: _version(m) for m in _OTHER_PACKAGES},
            "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    env.update(_gpus())
     return env
+
+
+#: Packages whose versions a certificate records besides the backends' own (array-api-compat and
+#: SciPy run in the NumPy paths, jaxlib is JAX's compiler, cv2 the OpenCV peer, numba the
+#: compiled NumPy overrides).
+_OTHER_PACKAGES = ("scipy", "array_api_compat", "jaxlib", "cv2", "numba")
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -495,7 +513,7 @@ def verify(*, backends: str | Sequence[str] | None = None, threads: str | int | 
     finally:
         if bar is not None:
             bar.close()
-    report = VerifyReport(verdicts, targets, environment(), cv_info, time.perf_counter() - start)
+    report = VerifyReport(verdicts, targets, environment(names), cv_info, time.perf_counter() - start)
     if json_path is not None:
         report.write_json(json_path)
     return report

@@ -30,8 +30,9 @@ def verify(args: argparse.Namespace) -> int:
     report = portcv.verify(backends=args.backends, threads=args.threads, ops=args.ops, opencv=not args.no_opencv,
                            json_path=args.json, progress=not args.no_progress)
     env = report.environment
+    devices = sorted({d for entry in env["backends"].values() for d in entry.get("devices", []) if not d.startswith("cpu")})
     print(f"portcv {env['portcv']} ({env['portcv_commit'] or 'no git commit'}) verify on {env['cpu']}"
-          + (f", GPUs: {', '.join(env['gpus'])}" if env.get("gpus") else "")
+          + (f", devices: {', '.join(devices)}" if devices else "")
           + (f"; OpenCV {report.opencv['version']}" if report.opencv.get("version") else ""))
     print(report.table())
     if report.opencv.get("changes_with_threads"):

@@ -150,3 +150,22 @@ def test_the_certificate_never_replaces_the_target_before_it_is_complete(tmp_pat
         report.write_json(path)
     assert path.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cert.json"]
+
+
+def test_a_case_that_cannot_run_here_is_not_run_and_one_that_raises_is_an_error(monkeypatch):
+    def no_file(name):
+        raise OSError(f"cascade {name!r} not found")
+
+    monkeypatch.setattr(portcv.detect, "load_cascade", no_file)
+    report = portcv.verify(backends="numpy", threads=1, ops="detect.CascadeDetector", opencv=False)
+    (verdict,) = report.verdicts
+    assert verdict.verdict == "not run" and "cascade file is not installed" in verdict.reason and report.ok
+
+    def broken(*arrays, **params):
+        raise RuntimeError("kernel exploded")
+
+    original = _rgb_to_gray_kernel.overrides["numpy"]
+    monkeypatch.setitem(_rgb_to_gray_kernel.overrides, "numpy", _kernel.Override(broken, original.supports))
+    report = portcv.verify(backends="numpy", threads=1, ops="color.rgb_to_gray", opencv=False)
+    assert {v.verdict for v in report.verdicts} == {"error"} and not report.ok
+    assert "RuntimeError: kernel exploded" in report.table()

@@ -390,8 +390,11 @@ def _has_numba_path(b: Any) -> bool:
 
 
 def _run_case(case: golden.GoldenCase) -> tuple[str, str]:
+    """``(sha256, "")``, or ``("", error)`` if the case raised, or ``("", "unavailable: why")``."""
     try:
         return golden.digest(case.run()), ""
+    except golden.CaseUnavailable as exc:
+        return "", f"unavailable: {exc}"
     except Exception as exc:  # noqa: BLE001 - a case that raises is a verdict, not the end of the run
         return "", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
@@ -520,6 +523,8 @@ def verify(*, backends: str | Sequence[str] | None = None, threads: str | int | 
 
 
 def _judge(case: golden.GoldenCase, target: str, sha: str, error: str, expected: str, note: str = "") -> Verdict:
+    if error.startswith("unavailable: "):
+        return Verdict(case.name, case.op, target, NOT_RUN, "", expected, error.removeprefix("unavailable: "))
     if error:
         return Verdict(case.name, case.op, target, ERROR, "", expected, error)
     if not expected:

@@ -19,7 +19,7 @@ def _add_verify_command(sub: Any) -> None:
     p.add_argument("--threads", default=None,
                    help="NumPy thread counts, comma-separated, e.g. 1,2,8 (default: 1 and every core)")
     p.add_argument("--ops", default=None, help="fnmatch patterns of cases, comma-separated, e.g. 'filters.*' (default: all)")
-    p.add_argument("--json", default=None, metavar="FILE", help="write the JSON certificate here")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the JSON certificate here (default: none)")
     p.add_argument("--no-opencv", action="store_true", help="do not compare with OpenCV")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=verify)

@@ -57,6 +57,13 @@ def test_verify_passes_on_numpy():
     assert report.targets[:2] == ["numpy[threads=1]", "numpy[threads=2]"]
 
 
+def test_threads_all_is_every_core():
+    from portcv.backends.numpy import host_threads
+
+    report = portcv.verify(backends="numpy", threads="all", ops="filters.box_blur[banded]", opencv=False)
+    assert report.ok and report.targets == [f"numpy[threads={host_threads()}]"]
+
+
 @pytest.mark.slow  # JAX compiles every case's shape: about 40 s on 2 cores
 def test_verify_passes_on_jax():
     if "jax" not in portcv.available_backends():

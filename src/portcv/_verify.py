@@ -238,12 +238,16 @@ def _parse_threads(value: str | int | Sequence[Any] | None) -> list[int]:
     items = _names([value] if isinstance(value, int) else value)
     out = []
     for item in items or [""]:
+        if item == "all":  # every core this process may use
+            with _env("PORTCV_NUMPY_THREADS", None):
+                out.append(host_threads())
+            continue
         try:
             n = int(item)
         except ValueError:
             n = 0
         if n < 1 or str(n) != item:
-            raise ValueError(f"threads must be whole numbers >= 1, comma-separated, got {value!r}")
+            raise ValueError(f"threads must be whole numbers >= 1 or 'all', comma-separated, got {value!r}")
         out.append(n)
     return list(dict.fromkeys(out))
 
@@ -253,7 +257,9 @@ def _select(ops: str | Sequence[str] | None) -> list[golden.GoldenCase]:
     patterns = _names(ops)
     if patterns is None:
         return every
-    chosen = [c for c in every if any(fnmatch.fnmatchcase(c.name, p) or fnmatch.fnmatchcase(c.op, p) for p in patterns)]
+    # A case's own name matches as written: its "[variant]" would be a character class to fnmatch.
+    chosen = [c for c in every if any(p in (c.name, c.op) or fnmatch.fnmatchcase(c.name, p) or fnmatch.fnmatchcase(c.op, p)
+                                      for p in patterns)]
     if not chosen:
         raise ValueError(f"ops: {ops!r} matches no golden case (patterns like 'filters.*' or '*blur*' "
                          f"match case names such as {every[0].name!r})")
@@ -442,7 +448,7 @@ def verify(*, backends: str | Sequence[str] | None = None, threads: str | int | 
         multi-device backend is a target of its own.
     threads : str, int or sequence of int, optional
         Thread counts of the NumPy backend's overrides (``PORTCV_NUMPY_THREADS``), e.g.
-        ``"1,2,8"`` (default: 1 and every core this process may use).
+        ``"1,2,8"``; ``"all"`` is every core this process may use (default: ``"1,all"``).
     ops : str or sequence of str, optional
         Shell-style patterns (``fnmatch``) of case names or ops, e.g. ``"filters.*"`` (default:
         every case).

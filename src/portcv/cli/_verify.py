@@ -17,7 +17,7 @@ def _add_verify_command(sub: Any) -> None:
     p.add_argument("--backends", default=None,
                    help="comma-separated (default: every registered backend; those that cannot run are 'not run')")
     p.add_argument("--threads", default=None,
-                   help="NumPy thread counts, comma-separated, e.g. 1,2,8 (default: 1 and every core)")
+                   help="NumPy thread counts, comma-separated, e.g. 1,2,8; 'all' is every core (default: 1,all)")
     p.add_argument("--ops", default=None, help="fnmatch patterns of cases, comma-separated, e.g. 'filters.*' (default: all)")
     p.add_argument("--json", default=None, metavar="FILE", help="write the JSON certificate here (default: none)")
     p.add_argument("--no-opencv", action="store_true", help="do not compare with OpenCV")

@@ -5,7 +5,8 @@ Each :class:`GoldenCase` builds its inputs from fixed seeds (``portcv.data`` gen
 NumPy reference is committed in ``_golden.json`` (written by ``tools/generators/golden.py``);
 :func:`portcv.verify` reruns the cases on other backends, thread counts and builds and compares.
 Sizes are small and few (JAX compiles per shape), except a handful of ``banded`` cases large
-enough that the NumPy overrides split them into several row bands, so the thread count matters.
+enough that the NumPy overrides split them into several row bands (Canny's hysteresis: one band
+per thread), so the thread count matters.
 """
 
 from __future__ import annotations
@@ -159,6 +160,8 @@ def _cases() -> list[GoldenCase]:
         ("edges.detect", "", lambda: edges.detect(gray(), 40, 80)),
         ("edges.canny", "", lambda: edges.canny(gray(), 50, 150)),
         ("edges.canny", "k5-l2", lambda: edges.canny(gray(), 400, 1200, ksize=5, l2gradient=True)),
+        # hysteresis runs in bands of at least 64 rows, one per thread: 520 rows make several
+        ("edges.canny", "banded", lambda: edges.canny(gray(2, *big), 50, 150), True),
         # motion
         ("motion.difference", "", lambda: motion.difference(gray(1), gray(4))),
         ("motion.density", "", lambda: motion.density(motion.difference(gray(1), gray(4)), grid=(3, 4))),

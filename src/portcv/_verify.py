@@ -71,6 +71,7 @@ def _opencv_calls(cv2: Any) -> dict[str, Callable[[], Any]]:
         "edges.gradient": sobel_pair,
         "edges.canny": lambda: cv2.Canny(g, 50, 150),
         "edges.canny[k5-l2]": lambda: cv2.Canny(g, 400, 1200, apertureSize=5, L2gradient=True),
+        "edges.canny[banded]": lambda: cv2.Canny(big, 50, 150),
         "transform.integral": lambda: cv2.integral(g),
         "transform.resize[nearest]": lambda: cv2.resize(rgb, None, fx=1.5, fy=1.5, interpolation=cv2.INTER_NEAREST),
     }
@@ -85,7 +86,8 @@ OPENCV_CASES = ("color.rgb_to_gray", "color.gray_to_rgb", "color.rgb_to_bgr", "c
                 "filters.gaussian_blur[rgb-k7]", "filters.gaussian_blur[banded]", "filters.box_blur",
                 "filters.box_blur[banded]", "filters.median_filter[k3]", "filters.median_filter[k5]",
                 "filters.median_filter[banded]", "filters.sobel[dx]", "filters.sobel[dy-k5]", "filters.sobel[banded]",
-                "filters.gradients", "edges.gradient", "edges.canny", "edges.canny[k5-l2]", "transform.integral",
+                "filters.gradients", "edges.gradient", "edges.canny", "edges.canny[k5-l2]", "edges.canny[banded]",
+                "transform.integral",
                 "transform.resize[nearest]", "filters.joint_bilateral")
 
 

@@ -176,3 +176,15 @@ def test_a_case_that_cannot_run_here_is_not_run_and_one_that_raises_is_an_error(
     report = portcv.verify(backends="numpy", threads=1, ops="color.rgb_to_gray", opencv=False)
     assert {v.verdict for v in report.verdicts} == {"error"} and not report.ok
     assert "RuntimeError: kernel exploded" in report.table()
+
+
+def test_a_numba_path_is_run_both_ways(monkeypatch):
+    """Where the NumPy backend's module has a numba switch (``compiled()``, read from
+    ``PORTCV_NUMBA``) and numba is installed, each thread count runs with PORTCV_NUMBA 0 and 1."""
+    import importlib.util
+
+    if importlib.util.find_spec("numba") is None:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(portcv.backends.numpy, "compiled", lambda: os.environ.get("PORTCV_NUMBA") != "0", raising=False)
+    report = portcv.verify(backends="numpy", threads=1, ops="color.rgb_to_gray", opencv=False)
+    assert report.ok and report.targets == ["numpy[threads=1,numba=0]", "numpy[threads=1,numba=1]"]

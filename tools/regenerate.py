@@ -52,6 +52,8 @@ TARGETS: dict[str, Target] = {
     "median-networks": Target("src/portcv/filters/_median.cu (its circuit blocks) and _median_networks.py",
                               _module("median_networks")),
     "support-table": Target("docs/backends.md (the backend support table)", _module("support_table")),
+    "golden": Target("src/portcv/_golden.json (the SHA-256 of each golden case's output on NumPy: portcv verify)",
+                     _module("golden")),
     "benchmark-report": Target("docs/benchmarks.md (between the benchmark-report markers), docs/img/speedup_vs_pixels.png "
                                "and docs/img/roofline.png, from asv_bench/results",
                                (sys.executable, str(ROOT / "tools" / "benchmark_report.py"))),
@@ -92,7 +94,7 @@ def check(name: str) -> tuple[bool, str]:
     target = TARGETS[name]
     if target.uncheckable:
         raise ValueError(f"{name} cannot be checked: {target.uncheckable}")
-    if name in ("median-networks", "support-table"):  # their generators compare in place
+    if name in ("median-networks", "support-table", "golden"):  # their generators compare in place
         done = subprocess.run((*target.command, "--check"), cwd=ROOT, capture_output=True, text=True)
         if done.returncode not in (0, 1):
             return False, f"{name}: the generator failed:\n{done.stdout}{done.stderr}"

@@ -21,12 +21,14 @@ def build_parser() -> argparse.ArgumentParser:
     from ._faces import _add_faces_command  # `portcv faces IMAGE_OR_VIDEO`
     from ._motion import _add_motion_command  # `portcv motion`
     from ._stream import _add_stream_command  # `portcv stream serve|view`
+    from ._verify import _add_verify_command  # `portcv verify`
 
     _add_demo_command(sub)
     _add_bench_command(sub)
     _add_motion_command(sub)
     _add_stream_command(sub)
     _add_faces_command(sub)
+    _add_verify_command(sub)
     return parser
 
 

@@ -3,6 +3,7 @@ fails (verdict and exit status) when a kernel's bits change; its arguments and i
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import os
@@ -17,6 +18,16 @@ from portcv.cli import main
 from portcv.color._gray import _rgb_to_gray_kernel
 
 WALKED = [d for d in portcv.DOMAINS if d not in _golden.EXCLUDED_DOMAINS]
+
+
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
+
+
+def numpy_targets(*threads: int) -> list[str]:
+    """The NumPy backend's verify targets at these thread counts: with numba, each count twice
+    (the vectorized overrides, numba=0, and the compiled ones, numba=1)."""
+    builds = (",numba=0", ",numba=1") if HAS_NUMBA else ("",)
+    return [f"numpy[threads={t}{b}]" for t in threads for b in builds]
 
 
 def public_functions() -> list[str]:
@@ -54,14 +65,14 @@ def test_verify_passes_on_numpy():
     counts = report.counts()
     assert counts["differs"] == counts["error"] == 0
     assert counts["identical"] >= 2 * len(_golden.cases())
-    assert report.targets[:2] == ["numpy[threads=1]", "numpy[threads=2]"]
+    assert report.targets[:len(numpy_targets(1, 2))] == numpy_targets(1, 2)
 
 
 def test_threads_all_is_every_core():
     from portcv.backends.numpy import host_threads
 
     report = portcv.verify(backends="numpy", threads="all", ops="filters.box_blur[banded]", opencv=False)
-    assert report.ok and report.targets == [f"numpy[threads={host_threads()}]"]
+    assert report.ok and report.targets == numpy_targets(host_threads())
 
 
 @pytest.mark.slow  # JAX compiles every case's shape: about 40 s on 2 cores
@@ -89,8 +100,9 @@ def flipped_gray(monkeypatch):
 def test_a_changed_kernel_makes_verify_fail(flipped_gray, capsys):
     report = portcv.verify(backends="numpy", threads=1, ops="color.rgb_to_gray")
     verdicts = {v.target: v for v in report.verdicts}
-    assert verdicts["numpy[threads=1]"].verdict == "differs"
-    assert verdicts["numpy[threads=1]"].sha256 != verdicts["numpy[threads=1]"].expected
+    for target in numpy_targets(1):  # the flipped bit shows on every NumPy path
+        assert verdicts[target].verdict == "differs"
+        assert verdicts[target].sha256 != verdicts[target].expected
     assert verdicts["opencv"].verdict == "identical"  # OpenCV still gives the shipped bits
     assert not report.ok and "FAIL" in report.table()
     assert main(["verify", "--backends", "numpy", "--threads", "1", "--ops", "color.rgb_to_gray", "--no-progress"]) == 1
@@ -129,7 +141,7 @@ def test_the_certificate_is_written_whole(tmp_path):
     assert cert["verdict"] == "pass" and cert["environment"]["portcv"] == portcv.__version__
     assert cert["environment"]["golden_table_sha256"]
     blur = cert["cases"]["filters.box_blur"]
-    assert blur["results"]["numpy[threads=1]"]["sha256"] == blur["expected"]
+    assert all(blur["results"][target]["sha256"] == blur["expected"] for target in numpy_targets(1))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cert.json"]  # no temporary file left
 
 
@@ -165,8 +177,9 @@ def test_a_case_that_cannot_run_here_is_not_run_and_one_that_raises_is_an_error(
 
     monkeypatch.setattr(portcv.detect, "load_cascade", no_file)
     report = portcv.verify(backends="numpy", threads=1, ops="detect.CascadeDetector", opencv=False)
-    (verdict,) = report.verdicts
-    assert verdict.verdict == "not run" and "cascade file is not installed" in verdict.reason and report.ok
+    assert len(report.verdicts) == len(numpy_targets(1)) and report.ok
+    for verdict in report.verdicts:
+        assert verdict.verdict == "not run" and "cascade file is not installed" in verdict.reason
 
     def broken(*arrays, **params):
         raise RuntimeError("kernel exploded")
@@ -178,13 +191,10 @@ def test_a_case_that_cannot_run_here_is_not_run_and_one_that_raises_is_an_error(
     assert "RuntimeError: kernel exploded" in report.table()
 
 
-def test_a_numba_path_is_run_both_ways(monkeypatch):
-    """Where the NumPy backend's module has a numba switch (``compiled()``, read from
-    ``PORTCV_NUMBA``) and numba is installed, each thread count runs with PORTCV_NUMBA 0 and 1."""
-    import importlib.util
-
-    if importlib.util.find_spec("numba") is None:
-        pytest.skip("numba is not installed")
-    monkeypatch.setattr(portcv.backends.numpy, "compiled", lambda: os.environ.get("PORTCV_NUMBA") != "0", raising=False)
+def test_a_numba_path_is_run_both_ways():
+    """With numba installed, each thread count runs the NumPy overrides both ways: their
+    vectorized path (PORTCV_NUMBA=0) and their compiled loops (PORTCV_NUMBA=1)."""
+    if not HAS_NUMBA:
+        pytest.skip("numba is not installed (pip install 'portcv[cpu]')")
     report = portcv.verify(backends="numpy", threads=1, ops="color.rgb_to_gray", opencv=False)
     assert report.ok and report.targets == ["numpy[threads=1,numba=0]", "numpy[threads=1,numba=1]"]

@@ -33,24 +33,8 @@ from ._registry import (
     using,
 )
 from ._registry import _REGISTRY  # noqa: F401  (the registry itself, for tests that restore it)
+from ._registry import __all__  # the public names are the registry's
 from . import cupy, jax, numpy
-
-__all__ = [
-    "require_dtype",
-    "Backend",
-    "BackendUnavailableError",
-    "register",
-    "registered_backends",
-    "registered",
-    "get",
-    "use",
-    "using",
-    "backend",
-    "available_backends",
-    "asarray",
-    "to_numpy",
-    "REFERENCE",
-]
 
 for _builtin in (numpy.NumpyBackend, cupy.CupyBackend, jax.JaxBackend):
     register(_builtin())

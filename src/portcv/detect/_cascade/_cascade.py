@@ -115,8 +115,8 @@ def _integrals_numpy(packed: Any, *, tilted: bool) -> Any:
         h, w = x.shape
         sums, sqsums = np.empty((h + 1, w + 1), np.uint32), np.empty((h + 1, w + 1), np.uint32)
         sums[0] = sqsums[0] = 0
-        integral_rows(x, sums)
-        integral_rows(np.multiply(x, x, dtype=np.uint32), sqsums)  # as the portable's uint32 x * x
+        integral_rows(x, sums, False)
+        integral_rows(x, sqsums, True)
         return sums, sqsums, sums
     x = np.asarray(packed).astype(np.uint32)
     sums = _integral_numpy(x)

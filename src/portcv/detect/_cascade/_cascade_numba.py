@@ -23,6 +23,11 @@ import numpy as np
 from ...backends.numpy import NUMBA_OPTIONS
 
 
+#: The blocks ``(bi, bj)`` the LBP code compares with the centre, its bits from the most
+#: significant (OpenCV's order: clockwise from the top-left block).
+CODE_BLOCKS = np.array([[0, 0], [1, 0], [2, 0], [2, 1], [2, 2], [1, 2], [0, 2], [0, 1]], np.int64)
+
+
 @numba.njit(**NUMBA_OPTIONS)
 def haar_windows(img32: np.ndarray, win: np.ndarray, nf: np.ndarray, status: np.ndarray, first_stage: int,
                  stage_trees: np.ndarray, stage_threshold: np.ndarray, right_sum: np.ndarray, offsets: np.ndarray,
@@ -68,22 +73,8 @@ def lbp_windows(img: np.ndarray, win: np.ndarray, status: np.ndarray, first_stag
                     corner[c] = img[w + off[c]]
                 centre = _block(corner, 1, 1)
                 code = 0
-                if _block(corner, 0, 0) >= centre:
-                    code |= 128
-                if _block(corner, 1, 0) >= centre:
-                    code |= 64
-                if _block(corner, 2, 0) >= centre:
-                    code |= 32
-                if _block(corner, 2, 1) >= centre:
-                    code |= 16
-                if _block(corner, 2, 2) >= centre:
-                    code |= 8
-                if _block(corner, 1, 2) >= centre:
-                    code |= 4
-                if _block(corner, 0, 2) >= centre:
-                    code |= 2
-                if _block(corner, 0, 1) >= centre:
-                    code |= 1
+                for b in range(8):  # most significant bit first
+                    code = (code << 1) | (1 if _block(corner, CODE_BLOCKS[b, 0], CODE_BLOCKS[b, 1]) >= centre else 0)
                 acc += luts[t, code]
             if acc < stage_threshold[i]:
                 result = np.int32(-(first_stage + i))
@@ -99,14 +90,18 @@ def _block(corner: np.ndarray, bi: int, bj: int) -> np.uint32:
 
 
 @numba.njit(**NUMBA_OPTIONS)
-def integral_rows(x: np.ndarray, out: np.ndarray) -> None:
-    """``out`` (H+1, W+1) uint32, zero first row and column: the integral of ``x`` (H, W), every
-    sum wrapping modulo 2**32 (as the portable version's uint32 cumulative sums)."""
+def integral_rows(x: np.ndarray, out: np.ndarray, squared: bool) -> None:
+    """``out`` (H+1, W+1) uint32, zero first row and column: the integral of ``x`` (H, W), or of
+    its squares, every value and sum wrapping modulo 2**32 (as the portable version's uint32
+    ``x * x`` and cumulative sums)."""
     h, w = x.shape
     for r in range(h):
         src, above, row = x[r], out[r], out[r + 1]
         running = np.uint32(0)
         row[0] = 0
         for c in range(w):
-            running = np.uint32(running + np.uint32(src[c]))
+            v = np.uint32(src[c])
+            if squared:
+                v = np.uint32(v * v)
+            running = np.uint32(running + v)
             row[c + 1] = np.uint32(running + above[c + 1])

@@ -277,13 +277,7 @@ def _segment_alive_numpy(codes: Any, offsets: Any, plan: Any, count: Any, positi
     n = plan.shape[0]
     live = max(0, min(int(count), n))
     alive = np.zeros(n, np.int32)
-    low = rows.min(axis=1).astype(np.int64)
-    int32 = np.iinfo(np.int32)
-    limits = []  # per stage: limit[i] after i of its positions (the last: the threshold itself)
-    for j, (b, e) in stages:
-        rest = np.concatenate([np.cumsum(low[b:e][::-1])[::-1][1:], [0]])  # after positions b..b+i
-        # Clipped to int32 only ever drops fewer windows: still exact.
-        limits.append(np.clip(int(thresholds[j]) - rest, int32.min, int32.max).astype(np.int32))
+    limits = _stage_limits(rows, thresholds, stages)
 
     def band(span: tuple[int, int]) -> None:
         a, b = span
@@ -325,6 +319,21 @@ def _segment_alive_numpy(codes: Any, offsets: Any, plan: Any, count: Any, positi
     return alive
 
 
+def _stage_limits(rows: np.ndarray, thresholds: np.ndarray, stages: tuple) -> list[np.ndarray]:
+    """Per stage ``(j, (b, e))``, int32 ``limit[q]``: the largest partial sum after positions
+    ``b..b+q`` with which a window can still pass (the threshold minus the smallest sum the
+    stage's remaining positions can add, each position's smallest LUT entry); the last is the
+    threshold itself (``[threshold]`` for a stage without positions). Clipped to int32, which
+    only ever drops fewer windows (``|stage sum| < 2**24``): still exact."""
+    low = rows.min(axis=1).astype(np.int64)
+    int32 = np.iinfo(np.int32)
+    limits = []
+    for j, (b, e) in stages:
+        rest = np.concatenate([np.cumsum(low[b:e][::-1])[::-1][1:], [0]])
+        limits.append(np.clip(int(thresholds[j]) - rest, int32.min, int32.max).astype(np.int32))
+    return limits
+
+
 def _segment_alive_compiled(codes: np.ndarray, offsets: np.ndarray, plan: np.ndarray, count: Any,
                             position_offsets: np.ndarray, rows: np.ndarray, thresholds: np.ndarray,
                             stages: tuple) -> np.ndarray:
@@ -335,18 +344,11 @@ def _segment_alive_compiled(codes: np.ndarray, offsets: np.ndarray, plan: np.nda
     n = plan.shape[0]
     live = max(0, min(int(count), n))
     alive = np.zeros(n, np.int32)
-    low = rows.min(axis=1).astype(np.int64)
-    int32 = np.iinfo(np.int32)
-    limits, starts = [], []
-    for j, (b, e) in stages:
-        # after position b + q: the threshold minus the smallest sum positions b+q+1 .. e-1 add
-        rest = np.concatenate([np.cumsum(low[b:e][::-1])[::-1][1:], [0]]) if e > b else np.zeros(1, np.int64)
-        starts.append(sum(len(x) for x in limits))
-        # clipped to int32 only ever drops fewer windows (|stage sum| < 2**24): still exact
-        limits.append(np.clip(int(thresholds[j]) - rest, int32.min, int32.max).astype(np.int32))
+    limits = _stage_limits(rows, thresholds, stages)
     begin = np.array([b for _, (b, _e) in stages], np.int64)
     end = np.array([e for _, (_b, e) in stages], np.int64)
-    limit_table, limit_start = np.concatenate(limits), np.array(starts, np.int64)
+    limit_table = np.concatenate(limits)
+    limit_start = np.concatenate([[0], np.cumsum([len(x) for x in limits])[:-1]]).astype(np.int64)
     where, shifts = offsets.astype(np.int64), position_offsets.astype(np.int64)
     slots = plan[:live].astype(np.int64)
     band = STAGE_SUMS_BAND // 4

@@ -77,5 +77,6 @@ def test_the_video_commands_bars_know_the_frame_count(command, tmp_path, capsys)
     portcv.video.write_video(path, portcv.data.moving_shapes(4, 32, 48))
     extra = ["--min-size", "32"] if command == "faces" else ["--grid", "2x2"]
     assert cli.main([command, str(path), *extra]) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert re.search(r"\b1/4 \[", err), err
+    assert "CPU (PyAV)" in out  # which decoder ran: numpy's "auto" is the CPU

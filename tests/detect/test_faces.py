@@ -117,6 +117,7 @@ def test_cli_video_writes_every_frame_and_the_timing_table(files, detector, caps
     row = [line.split() for line in text.splitlines() if line.startswith("numpy")]
     assert len(row) == 1 and row[0][2] == "6"  # backend, device, frames, average, ...
     assert all(key in text for key in ("average", "median", "throughput"))
+    assert "decoded on the CPU (PyAV)" in text  # the numpy backend: "auto" decodes on the CPU
     # The boxes drawn are detect()'s on the decoded frames (H.264 is lossy: compare red pixels).
     source = portcv.video.read_video(files["clip"])
     boxes, _ = detector.detect(source[0], scale_factor=1.2, min_neighbors=3, min_size=(30, 30))

@@ -193,6 +193,11 @@ def test_map_videos_takes_a_single_path_as_one_file(clip):
     ({"paths": ["a.mp4", None]}, TypeError, "paths"),
     ({"out": 3}, TypeError, "out"),
     ({"errors": "ignore"}, ValueError, "errors"),
+    ({"decoder": "nvdec"}, ValueError, "decoder"),
+    ({"decoder": None}, ValueError, "decoder"),
+    ({"sessions": 0}, ValueError, "sessions"),
+    ({"sessions": 65}, ValueError, "sessions"),
+    ({"sessions": 2.0}, TypeError, "sessions"),
 ])
 def test_map_videos_refuses_bad_arguments_in_the_call(clip, kw, exc, match):
     args = {"spec": SPEC, "paths": [clip], **kw}
@@ -227,6 +232,7 @@ def test_a_serial_run_honours_its_timeout(clip):
     ({"stop": -2}, ValueError, "stop"),
     ({"backend": "bogus"}, ValueError, "backend"),
     ({"spec": None}, TypeError, "spec"),
+    ({"decoder": "GPU"}, ValueError, "decoder"),
 ])
 def test_process_video_refuses_bad_ranges_and_specs(clip, kw, exc, match):
     spec = kw.pop("spec", SPEC)
@@ -334,3 +340,60 @@ def test_the_examples_leave_no_temporary_files_behind(tmp_path, monkeypatch):
                 assert runner.run(test).failed == 0, test.name
     assert len(ran) >= 3  # filter_store, process_video, segment_bounds
     assert list(scratch.iterdir()) == [], "an example left temporary files behind"
+
+
+def test_sessions_run_files_at_once_with_the_same_results(clip, tmp_path):
+    """Several files at once in threads (one decoder session each) give each file's own result,
+    in completion order, with the decoder that ran named; segments too."""
+    other = write_clip(tmp_path / "other.mp4", portcv.data.moving_shapes(17, 48, 64, seed=9), gop=4)
+    paths = [clip, other, clip, other, clip]
+    one = {r.path: r for r in pdist.map_videos(SPEC, paths[:2], progress=False)}
+    for segment_frames in (None, 6):
+        runs = list(pdist.map_videos(SPEC, paths, progress=False, sessions=3, segment_frames=segment_frames))
+        assert sorted(map(str, (r.path for r in runs))) == sorted(map(str, paths))
+        for r in runs:
+            assert r.error is None and r.decoder == "cpu" and same_value(r.value, one[r.path].value)
+    assert all(r.decoder == "cpu" for r in one.values())
+
+
+def test_sessions_keep_the_active_backend_and_errors_per_file(clip, tmp_path):
+    seen = []
+
+    def backend_of(frames, backend):
+        seen.append(portcv.backends.backend().name)
+        return sum(1 for _ in frames)
+
+    jax_or_numpy = "jax" if portcv.backends.get("jax").is_available() else "numpy"
+    with portcv.using(jax_or_numpy):
+        runs = list(pdist.map_videos(backend_of, [clip, str(tmp_path / "nope.mp4"), clip], progress=False,
+                                     sessions=2))
+    assert sorted(r.value for r in runs if r.error is None) == [23, 23]
+    assert [r.error.split(":")[0] for r in runs if r.error] == ["VideoError"]
+    assert seen == [jax_or_numpy] * 2  # the threads ran in the caller's context
+
+
+def test_a_serial_run_with_sessions_honours_its_timeout(clip):
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError, match="when timeout=0.15 s"):
+        list(pdist.map_videos(_Paced(), [clip] * 6, progress=False, timeout=0.15, sessions=3))
+    assert time.perf_counter() - t0 < 5  # the running files stopped between frames
+
+
+def test_sessions_are_for_runs_without_a_cluster(clip):
+    class FakeClient:  # never used: the call refuses before any work
+        def map(self, *args, **kwargs):
+            raise AssertionError("no task may be sent")
+
+        submit = map
+
+    with pytest.raises(ValueError, match="threads_per_worker"):
+        pdist.map_videos(SPEC, [clip], client=FakeClient(), sessions=2, progress=False)
+
+
+def test_the_decoder_choice_reaches_the_reader(clip, monkeypatch):
+    """decoder= is the reader's device: "gpu" on a host backend is refused per file, naming the
+    fix; "cpu" and "auto" on NumPy decode on the CPU."""
+    run = next(pdist.map_videos(SPEC, [clip], progress=False, decoder="gpu"))
+    assert run.error.startswith("ValueError") and "device='gpu'" in run.error and run.decoder is None
+    for decoder in ("cpu", "auto"):
+        assert next(pdist.map_videos(SPEC, [clip], progress=False, decoder=decoder)).decoder == "cpu"

@@ -469,6 +469,92 @@ def test_bad_ranges(clip, kwargs, error, match):
         iter_frames(clip, **kwargs)
 
 
+# ------------------------------------------------------------------------------------------
+# Decoding ahead (prefetch) and the many-videos pipeline on the GPU decoder (stubbed)
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_prefetch_gives_the_same_frames_seeks_and_ownership(clip, planes, gpu, device):
+    whole = read_video(clip, gray=True, device="cpu")
+    with VideoReader(clip, gray=True, device=device, prefetch=3) as reader:
+        kept = [next(reader) for _ in range(10)]  # held while the thread decodes ahead
+        reader.seek(4)
+        kept += [next(reader) for _ in range(3)]
+        kept += list(reader)
+    np.testing.assert_array_equal(np.stack(host(kept)), whole[list(range(10)) + list(range(4, 23))])
+    colour = list(iter_frames(clip, device=device, prefetch=2, start=5, stop=9))
+    np.testing.assert_array_equal(np.stack(host(colour)), read_video(clip, device="cpu", start=5, stop=9))
+
+
+def test_prefetch_falls_back_to_the_cpu_as_without_it(clip, monkeypatch, backend):
+    stub = make_stub(backend=backend, codec="MPEG4")
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", stub)
+    monkeypatch.setattr(_nvdec, "is_gpu_backend", lambda active: True)
+    with portcv.using(backend):
+        reader = iter_frames(clip, gray=True, device="auto", prefetch=4)
+        frames = list(reader)
+        assert reader.decoder == "cpu"
+        with pytest.raises(VideoError, match="MPEG4"):
+            list(iter_frames(clip, gray=True, device="gpu", prefetch=4))
+    np.testing.assert_array_equal(np.stack(frames), read_video(clip, gray=True, device="cpu"))
+
+
+def test_prefetched_items_errors_and_close():
+    from portcv.video._prefetch import Prefetched
+
+    def failing():
+        yield 1
+        yield 2
+        raise VideoError("truncated at frame 2")
+
+    items = Prefetched(failing(), 1)
+    assert [next(items), next(items)] == [1, 2]
+    with pytest.raises(VideoError, match="truncated"):
+        next(items)
+    with pytest.raises(StopIteration):
+        next(items)
+    closed = []
+
+    def endless():
+        try:
+            k = 0
+            while True:
+                yield k
+                k += 1
+        finally:
+            closed.append(True)
+
+    items = Prefetched(endless(), 2)
+    assert [next(items) for _ in range(5)] == [0, 1, 2, 3, 4]
+    items.close()  # stops the thread blocked on a full queue and closes the source there
+    assert closed == [True] and not items._thread.is_alive()
+    with pytest.raises(StopIteration):
+        next(items)
+
+
+@pytest.mark.parametrize("prefetch, error", [(-1, ValueError), (65, ValueError), (1.0, TypeError), (True, TypeError)])
+def test_bad_prefetch_values_name_prefetch(clip, prefetch, error):
+    with pytest.raises(error, match="prefetch"):
+        VideoReader(clip, device="cpu", prefetch=prefetch)
+
+
+def test_the_many_videos_pipeline_decodes_on_the_gpu_with_the_same_results(clip, gpu, backend):
+    """process_video and map_videos take the GPU decoder on a GPU backend ("auto"), say so, and
+    give the CPU decoder's results; several sessions at once too."""
+    pdist = pytest.importorskip("portcv.distributed", reason="dask not installed (pip install 'portcv[distributed]')")
+    spec = pdist.motion(t_low=70, t_high=80, beta=2, grid=(3, 4))
+    cpu = pdist.process_video(clip, spec, decoder="cpu")
+    calls = gpu.decode_calls
+    auto = pdist.process_video(clip, spec)
+    assert gpu.decode_calls > calls  # the stubbed NVDEC decoded them
+    for key in ("regions", "density"):
+        np.testing.assert_array_equal(auto[key], cpu[key])
+    runs = list(pdist.map_videos(spec, [clip, clip, clip], progress=False, sessions=3, segment_frames=8))
+    assert all(r.error is None and r.decoder == "gpu" for r in runs)
+    for r in runs:
+        for key in ("regions", "density"):
+            np.testing.assert_array_equal(r.value[key], cpu[key])
+
+
 def test_import_portcv_imports_no_pynvvideocodec():
     code = ("import sys, portcv, portcv.video; portcv.video.VideoReader; "
             "assert 'PyNvVideoCodec' not in sys.modules and 'portcv.video._nvdec' not in sys.modules; print('ok')")
@@ -591,3 +677,32 @@ def test_nvdec_refuses_odd_sizes_and_auto_reads_them_on_the_cpu(tmp_path):
                 read_video(path, gray=gray, device="gpu")
             np.testing.assert_array_equal(portcv.to_numpy(read_video(path, gray=gray)),
                                           read_video(path, gray=gray, device="cpu"))
+
+
+@nvdec
+def test_nvdec_pipeline_results_equal_the_cpu_pipeline(tmp_path):
+    """Motion regions and face boxes of the many-videos pipeline on NVDEC + CuPy, several
+    sessions at once, equal the CPU decoder's on NumPy."""
+    pdist = pytest.importorskip("portcv.distributed", reason="dask not installed (pip install 'portcv[distributed]')")
+    frames = portcv.data.moving_shapes(40, 240, 320, seed=3)
+    paths = [str(write_clip(tmp_path / f"c{k}.mp4", frames[k:], options={"g": "8", "bf": "2"})) for k in range(3)]
+    spec = pdist.motion(t_low=70, t_high=80, beta=2, grid=(3, 4))
+    want = {r.path: r for r in pdist.map_videos(spec, paths, progress=False, backend="numpy", decoder="cpu")}
+    got = list(pdist.map_videos(spec, paths, progress=False, backend="cupy", sessions=3))
+    assert all(r.error is None and r.decoder == "gpu" for r in got), [r.error for r in got]
+    for r in got:
+        for key in ("regions", "density"):
+            np.testing.assert_array_equal(r.value[key], want[r.path].value[key])
+    cv2 = pytest.importorskip("cv2")
+    if not hasattr(cv2, "data"):
+        pytest.skip("face boxes need OpenCV's cascade files (opencv-contrib-python-headless 4.13)")
+    skdata = pytest.importorskip("skimage.data")
+    photo = skdata.astronaut()  # shipped inside scikit-image: no download
+    face_frames = np.stack([photo[2 * k: 2 * k + 400, 4 * k: 4 * k + 448] for k in range(8)])
+    face_clip = str(write_clip(tmp_path / "faces.mp4", face_frames, options={"g": "4"}))
+    faces = pdist.faces("haarcascade_frontalface_default.xml", min_neighbors=3)
+    want_faces = pdist.process_video(face_clip, faces, backend="numpy", decoder="cpu")
+    got_faces = pdist.process_video(face_clip, faces, backend="cupy", decoder="gpu")
+    assert len(got_faces) == len(want_faces) == 8 and sum(len(b) for _, b, _ in want_faces) > 0
+    for (i, b, n), (j, c, m) in zip(got_faces, want_faces):
+        assert i == j and np.array_equal(b, c) and np.array_equal(n, m)

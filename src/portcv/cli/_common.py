@@ -26,6 +26,11 @@ def with_progress(frames: Iterable[Any], *, total: int | None, desc: str, enable
         return frames
     return _after_the_first(tqdm, frames, total=total, desc=desc)
 
+#: Frames the video commands decode ahead of their kernels (``VideoReader``'s ``prefetch``).
+DECODE_AHEAD = 4
+#: How the commands name the decoder that ran (``VideoReader.decoder``).
+DECODERS = {"cpu": "CPU (PyAV)", "gpu": "GPU (NVDEC)"}
+
 
 def _after_the_first(tqdm: Any, frames: Iterable[Any], *, total: int | None, desc: str) -> Iterator[Any]:
     iterator = iter(frames)

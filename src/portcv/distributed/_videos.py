@@ -14,6 +14,7 @@ segment (one frame of overlap) and the segments' frame pairs join into the whole
 
 from __future__ import annotations
 
+import contextvars
 import os
 import pickle
 import time
@@ -27,10 +28,17 @@ import numpy as np
 from .. import _validate
 from ..backends import to_numpy, using
 from ..video import VideoReader, frame_table
+from ..video._reader import DEVICES
 from ._cluster import backend_name
 from ._tiles import _bar, _default_client, backend_scope, check_flag, check_timeout
 
 ERRORS = ("keep", "raise")
+#: Frames a GPU decoder decodes ahead of the spec, in a thread of its own (VideoReader's
+#: ``prefetch``): decode overlaps the kernels. The CPU decoder runs in the caller's thread:
+#: workers and sessions already fill the cores.
+GPU_PREFETCH = 4
+#: The most decoder sessions one serial run starts at once.
+MAX_SESSIONS = 64
 
 
 @dataclass
@@ -49,6 +57,9 @@ class VideoRun:
     error: str | None = None
     #: Tasks the file ran as.
     segments: int = 1
+    #: The decoder that ran: ``"cpu"`` (PyAV) or ``"gpu"`` (NVDEC); ``"cpu+gpu"`` where segments
+    #: differed; None where nothing was decoded (an error before the first frame).
+    decoder: str | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -72,17 +83,21 @@ def _video_path(path: Any, name: str = "path") -> str:
 
 
 def decode(path: Any, start: int | None = None, stop: int | None = None, *,
-           table: tuple[list[int], list[int]] | None = None) -> Iterator[np.ndarray]:
+           table: tuple[list[int], list[int]] | None = None, device: str = "cpu") -> Iterator[Any]:
     """Frames ``[start, stop)`` of a file as ``(H, W, 3)`` uint8 RGB, seeking to a keyframe for ``start``.
 
-    :class:`portcv.video.VideoReader` on the CPU: the frames (their colour included) are those
-    ``portcv.video.read_video(path, device="cpu")`` returns. ``table`` is the file's
-    :func:`frame_table` where the caller has it (a segment's plan read it).
+    A :class:`portcv.video.VideoReader` (``device`` is its decoder choice): the frames (their
+    colour included) are those ``portcv.video.read_video(path, device=device)`` returns, equal
+    on both decoders. ``table`` is the file's :func:`frame_table` where the caller has it (a
+    segment's plan read it). A GPU decoder decodes :data:`GPU_PREFETCH` frames ahead.
     """
     first = start or 0
     if stop is not None and stop <= first:
         return iter(())  # an empty range (process_video takes start == stop)
-    return VideoReader(path, start=first, stop=stop, device="cpu", threads=_decode_threads(), table=table)
+    reader = VideoReader(path, start=first, stop=stop, device=device, threads=_decode_threads(), table=table)
+    if reader.decoder == "gpu":  # resolved by the reader: "auto" on a GPU backend with NVDEC's extra
+        reader.prefetch = GPU_PREFETCH  # before the first frame: the decode ahead starts with it
+    return reader
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,7 +240,7 @@ def _hashable(value: Any) -> Any:
 # The engine-neutral core, and the per-task wrapper
 # --------------------------------------------------------------------------------------------
 def process_video(path: Any, spec: Callable, *, backend: str | None = None, start: int | None = None,
-                  stop: int | None = None) -> Any:
+                  stop: int | None = None, decoder: str = "auto") -> Any:
     """Run a pipeline spec over frames ``[start, stop)`` of one video file, here.
 
     The engine-neutral core of :func:`map_videos`: a plain function that any engine can call
@@ -243,6 +258,10 @@ def process_video(path: Any, spec: Callable, *, backend: str | None = None, star
         Frame range, ``0 <= start <= stop``; ``start`` should be a keyframe (see
         :func:`frame_table`) for a fast seek. A motion spec also reads frame ``stop`` (its pairs
         end at ``stop``).
+    decoder : {"auto", "cpu", "gpu"}
+        :class:`portcv.video.VideoReader`'s ``device``: ``"auto"`` (default) decodes with NVDEC
+        on a GPU backend where PyNvVideoCodec is installed and takes the file, else with PyAV
+        on the CPU. Both give the same frames, so the result does not depend on it.
 
     Returns
     -------
@@ -275,7 +294,8 @@ def process_video(path: Any, spec: Callable, *, backend: str | None = None, star
         stop = _validate.integer(stop, "stop", low=0)
     if start is not None and stop is not None and start > stop:
         raise ValueError(f"start must be <= stop, got start={start}, stop={stop}")
-    return _process(path, spec, backend, start, stop, None)
+    decoder = _validate.choice(decoder, "decoder", DEVICES)
+    return _process(path, spec, backend, start, stop, None, decoder=decoder)[0]
 
 
 def _check_spec(spec: Any) -> None:
@@ -296,18 +316,27 @@ def _until(frames: Iterator[np.ndarray], deadline: float | None) -> Iterator[np.
 
 
 def _process(path: Any, spec: Callable, backend: str | None, start: int | None, stop: int | None,
-             table: tuple[list[int], list[int]] | None, deadline: float | None = None) -> Any:
+             table: tuple[list[int], list[int]] | None, deadline: float | None = None,
+             decoder: str = "auto") -> tuple[Any, str | None]:
     """:func:`process_video` with the file's :func:`frame_table` when the caller has it already
     (a segment's plan read it): a seek then needs no second pass over the file. ``deadline``
-    (``time.monotonic()``) stops a serial run between frames."""
+    (``time.monotonic()``) stops a serial run between frames. Returns the spec's value and the
+    decoder that ran (None where nothing was decoded)."""
     overlap = getattr(spec, "overlap", 0)
     end = None if stop is None else stop + overlap
-    frames = decode(path, start, end, table=table)
-    if deadline is not None:
-        frames = _until(frames, deadline)
-    if isinstance(spec, FacesSpec):
-        return spec(frames, backend, first=start or 0)
-    return spec(frames, backend)
+    with backend_scope(backend):  # the reader's "auto" asks the backend the spec computes on
+        reader = decode(path, start, end, table=table, device=decoder)
+    frames = reader if deadline is None else _until(reader, deadline)
+    try:
+        if isinstance(spec, FacesSpec):
+            value = spec(frames, backend, first=start or 0)
+        else:
+            value = spec(frames, backend)
+    finally:
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()  # a spec that stopped early leaves no decoder (nor its thread) running
+    return value, getattr(reader, "decoder", None)
 
 
 def _count(value: Any) -> int:
@@ -340,19 +369,20 @@ def _save(value: Any, target: Path) -> str:
 def _video_task(job: tuple, deadline: float | None = None) -> dict:
     """One task: a file or a segment; never raises (the error is the result), so others go on.
     Only a serial run's ``deadline`` passing raises."""
-    path, spec, backend, start, stop, out, table = job
+    path, spec, backend, start, stop, out, table, decoder = job
     t0 = time.perf_counter()
     try:
-        value = _process(path, spec, backend, start, stop, table, deadline)
+        value, ran = _process(path, spec, backend, start, stop, table, deadline, decoder)
         frames = _count(value)
         if out is not None:
             value = _save(value, Path(out))
-        return {"value": value, "frames": frames, "seconds": time.perf_counter() - t0, "error": None}
+        return {"value": value, "frames": frames, "seconds": time.perf_counter() - t0, "error": None,
+                "decoder": ran}
     except _Deadline:
         raise
     except Exception as exc:  # noqa: BLE001 - recorded per file (errors='keep')
         return {"value": None, "frames": 0, "seconds": time.perf_counter() - t0,
-                "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc(limit=4)}
+                "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc(limit=4), "decoder": None}
 
 
 def _plan_task(job: tuple) -> dict:
@@ -408,7 +438,7 @@ def segment_bounds(path: Any, segment_frames: int) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------------------------
 def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames: int | None = None,
                out: Any = None, errors: str = "keep", backend: str | None = None, progress: bool = True,
-               timeout: float | None = None) -> Iterator[VideoRun]:
+               timeout: float | None = None, decoder: str = "auto", sessions: int = 1) -> Iterator[VideoRun]:
     """Run a pipeline spec over many video files on a dask cluster; results as they complete.
 
     One task per file, or per segment of about ``segment_frames`` frames split at keyframes.
@@ -444,6 +474,16 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
     timeout : float, optional
         Seconds for all results, from this call: a ``TimeoutError`` after. On a cluster it bounds
         the wait for results; in a serial run (no client) the run stops between frames.
+    decoder : {"auto", "cpu", "gpu"}
+        Each task's decoder (:func:`process_video`'s): ``"auto"`` (default) decodes with NVDEC
+        on GPU workers where PyNvVideoCodec is installed, else with PyAV. ``VideoRun.decoder``
+        says which ran. The results do not depend on it.
+    sessions : int
+        Without a client: how many files run at once here, each in a thread with its own
+        decoder session (default 1: one after the other). A GPU has several NVDEC engines, and
+        one session keeps about one busy: 8 to 12 sessions reach a 1080p H.264 aggregate near the
+        engines' ceiling (docs/video.md has the figures). On a cluster the workers' threads
+        decide (``local_cluster(threads_per_worker=...)``); ``sessions`` must then be 1.
 
     Yields
     ------
@@ -476,19 +516,26 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
     backend = backend_name(backend, optional=True)
     progress = check_flag(progress, "progress")
     timeout = check_timeout(timeout)
+    decoder = _validate.choice(decoder, "decoder", DEVICES)
+    sessions = _validate.integer(sessions, "sessions", low=1, high=MAX_SESSIONS)
     client = _default_client(client)
-    return _map_videos(spec, paths, client, segment_frames, _targets(paths, out), errors, backend, progress, timeout)
+    if client is not None and sessions != 1:
+        raise ValueError(f"sessions={sessions} sets how many files run at once without a cluster; on a cluster its "
+                         "workers' threads decide (local_cluster(threads_per_worker=...)): leave sessions=1")
+    return _map_videos(spec, paths, client, segment_frames, _targets(paths, out), errors, backend, progress, timeout,
+                       decoder, sessions)
 
 
 def _map_videos(spec: Any, paths: list, client: Any, segment_frames: Any, targets: list, errors: str,
-                backend: Any, progress: bool, timeout: float | None) -> Iterator[VideoRun]:
+                backend: Any, progress: bool, timeout: float | None, decoder: str = "auto",
+                sessions: int = 1) -> Iterator[VideoRun]:
     """:func:`map_videos`' results, after its checks (a generator: nothing runs until iterated)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     bar = _bar(len(paths), "videos") if progress else None
     done = 0
     try:
-        runs = (_serial(spec, paths, segment_frames, targets, backend, deadline) if client is None
-                else _on_cluster(client, spec, paths, segment_frames, targets, backend, timeout))
+        runs = (_serial(spec, paths, segment_frames, targets, backend, deadline, decoder, sessions) if client is None
+                else _on_cluster(client, spec, paths, segment_frames, targets, backend, timeout, decoder))
         while True:
             try:
                 run = next(runs)
@@ -524,47 +571,73 @@ def _targets(paths: list, out: Any) -> list:
 def _finish(path: Any, spec: Any, parts: list[dict], out: Any, merged_here: bool) -> VideoRun:
     failed = [p for p in parts if p["error"]]
     seconds = sum(p["seconds"] for p in parts)
+    ran = sorted({p.get("decoder") for p in parts} - {None})
+    decoder = "+".join(ran) if ran else None
     if failed:
-        return VideoRun(path, None, 0, seconds, failed[0]["error"], len(parts))
+        return VideoRun(path, None, 0, seconds, failed[0]["error"], len(parts), decoder)
     # One part is the whole value; several join here. Segment tasks save nothing themselves
     # (merged_here), so the joined value, even of a single segment, is saved here.
     value = parts[0]["value"] if len(parts) == 1 else spec.merge([p["value"] for p in parts])
     frames = parts[0]["frames"] if len(parts) == 1 else _count(value)
     if out is not None and merged_here:
         value = _save(value, Path(out))
-    return VideoRun(path, value, frames, seconds, None, len(parts))
+    return VideoRun(path, value, frames, seconds, None, len(parts), decoder)
 
 
 def _serial(spec: Any, paths: list, segment_frames: Any, targets: list, backend: Any,
-            deadline: float | None) -> Iterator[VideoRun]:
-    def in_time() -> None:
-        if deadline is not None and time.monotonic() > deadline:
-            raise _Deadline
-
-    for path, out in zip(paths, targets):
-        in_time()
+            deadline: float | None, decoder: str = "auto", sessions: int = 1) -> Iterator[VideoRun]:
+    def one_file(path: Any, out: Any) -> VideoRun:
+        _in_time(deadline)
         if segment_frames is None:
-            yield _finish(path, spec, [_video_task((path, spec, backend, None, None, out, None), deadline)], out,
-                          False)
-            continue
+            return _finish(path, spec, [_video_task((path, spec, backend, None, None, out, None, decoder), deadline)],
+                           out, False)
         plan = _plan_task((path, segment_frames))
         if plan["error"]:
-            yield VideoRun(path, None, 0, 0.0, plan["error"], 0)
-            continue
+            return VideoRun(path, None, 0, 0.0, plan["error"], 0)
         parts = []
         for s, e in plan["bounds"]:
-            in_time()
-            parts.append(_video_task((path, spec, backend, s, e, None, plan["table"]), deadline))
-        yield _finish(path, spec, parts, out, True)
+            _in_time(deadline)
+            parts.append(_video_task((path, spec, backend, s, e, None, plan["table"], decoder), deadline))
+        return _finish(path, spec, parts, out, True)
+
+    if sessions == 1:
+        for path, out in zip(paths, targets):
+            yield one_file(path, out)
+        return
+    yield from _in_sessions(one_file, list(zip(paths, targets)), sessions)
+
+
+def _in_time(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise _Deadline
+
+
+def _in_sessions(one_file: Callable, files: list, sessions: int) -> Iterator[VideoRun]:
+    """``one_file(path, out)`` for every file, ``sessions`` at once in threads (each decodes with
+    its own decoder session), in completion order. Each thread runs in a copy of this context,
+    so the active backend is the caller's. A passed deadline stops the files not yet started
+    and is raised here once the running ones have stopped (between frames)."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    pool = ThreadPoolExecutor(max_workers=sessions, thread_name_prefix="portcv-session")
+    try:
+        running = {pool.submit(contextvars.copy_context().run, one_file, path, out) for path, out in files}
+        while running:
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()  # _Deadline (the only exception a file raises) stops the run
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _on_cluster(client: Any, spec: Any, paths: list, segment_frames: Any, targets: list, backend: Any,
-                timeout: Any) -> Iterator[VideoRun]:
+                timeout: Any, decoder: str = "auto") -> Iterator[VideoRun]:
     from distributed import as_completed
 
     owner: dict[str, tuple] = {}  # future key -> (file number, segment number or None)
     if segment_frames is None:
-        futures = client.map(_video_task, [(p, spec, backend, None, None, t, None) for p, t in zip(paths, targets)],
+        futures = client.map(_video_task, [(p, spec, backend, None, None, t, None, decoder)
+                                           for p, t in zip(paths, targets)],
                              pure=False, retries=1)
         for i, f in enumerate(futures):
             owner[f.key] = ("run", i, 0)
@@ -583,7 +656,7 @@ def _on_cluster(client: Any, spec: Any, paths: list, segment_frames: Any, target
             if result["error"]:
                 yield VideoRun(paths[i], None, 0, 0.0, result["error"], 0)
                 continue
-            jobs = [(paths[i], spec, backend, s, e, None, result["table"]) for s, e in result["bounds"]]
+            jobs = [(paths[i], spec, backend, s, e, None, result["table"], decoder) for s, e in result["bounds"]]
             pending[i] = len(jobs)
             for j, f in enumerate(client.map(_video_task, jobs, pure=False, retries=1)):
                 owner[f.key] = ("run", i, j)

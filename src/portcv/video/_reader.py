@@ -25,6 +25,7 @@ from .. import _validate
 from ._io import VideoError, _av, _video_path, frame_table
 
 DEVICES = ("cpu", "gpu", "auto")
+MAX_PREFETCH = 64
 #: 8-bit YUV formats whose first plane is the luma as decoded: gray frames are that plane.
 _YUV8 = ("yuv420p", "yuvj420p", "yuv422p", "yuvj422p", "yuv444p", "yuvj444p", "nv12", "nv21", "yuv411p", "yuv410p")
 #: Decoded layouts whose colour portcv converts itself (even sizes only), by PyAV's format name:
@@ -76,6 +77,11 @@ class VideoReader:
         The file's :func:`frame_table`, where the caller has it already: a CPU seek then needs no
         pass over the file to find its keyframe. Default: read when a seek first needs it
         (once per reader).
+    prefetch : int
+        Decode up to this many frames ahead in a background thread (0, the default: decode in
+        the caller's ``next()``), so decoding overlaps the caller's work on the last frame; both
+        decoders release the GIL while they decode. The frames and their order do not change.
+        At most 64; each frame waiting costs its memory (a 1080p RGB frame is 6 MB).
 
     Attributes
     ----------
@@ -113,13 +119,15 @@ class VideoReader:
     """
 
     def __init__(self, path: Any, *, start: int = 0, stop: int | None = None, gray: bool = False,
-                 device: str = "auto", threads: int = 0, table: tuple[list[int], list[int]] | None = None) -> None:
+                 device: str = "auto", threads: int = 0, table: tuple[list[int], list[int]] | None = None,
+                 prefetch: int = 0) -> None:
         self.path = _video_path(path)
         self.start = _validate.integer(start, "start", low=0)
         self.stop = None if stop is None else _validate.integer(stop, "stop", low=self.start + 1)
         self.gray = _validate.boolean(gray, "gray")
         self.device = _validate.choice(device, "device", DEVICES)
         self.threads = _validate.integer(threads, "threads", low=0)
+        self.prefetch = _validate.integer(prefetch, "prefetch", low=0, high=MAX_PREFETCH)
         self._table = _frame_table(table)
         if not self.path.is_file():
             raise VideoError(f"cannot read video {str(self.path)!r}: no such file")
@@ -163,6 +171,14 @@ class VideoReader:
         return frame
 
     def _open(self, index: int) -> Iterator[Any]:
+        frames = self._decode(index)
+        if self.prefetch:
+            from ._prefetch import Prefetched
+
+            return Prefetched(frames, self.prefetch)
+        return frames
+
+    def _decode(self, index: int) -> Iterator[Any]:
         if self.decoder == "gpu":
             from . import _nvdec
 
@@ -279,7 +295,7 @@ def _luma(frame: Any) -> np.ndarray:
 
 
 def iter_frames(path: Any, *, frames: int | None = None, start: int = 0, stop: int | None = None,
-                gray: bool = False, device: str = "auto") -> Iterator[Any]:
+                gray: bool = False, device: str = "auto", prefetch: int = 0) -> Iterator[Any]:
     """Decode a video file frame by frame: ``(H, W, 3)`` uint8 RGB, or ``(H, W)`` Y planes.
 
     Parameters
@@ -295,6 +311,8 @@ def iter_frames(path: Any, *, frames: int | None = None, start: int = 0, stop: i
     device : {"auto", "cpu", "gpu"}
         The decoder: PyAV on the CPU (NumPy frames) or NVDEC on the GPU (arrays of the active
         backend); see :class:`VideoReader`.
+    prefetch : int
+        Frames decoded ahead in a background thread (default 0); see :class:`VideoReader`.
 
     Raises
     ------
@@ -319,7 +337,7 @@ def iter_frames(path: Any, *, frames: int | None = None, start: int = 0, stop: i
         start = _validate.integer(start, "start", low=0)
         stop = start + frames if stop is None else min(_validate.integer(stop, "stop", low=start + 1), start + frames)
     # Checks and the decoder's choice run now, not at the first next().
-    return VideoReader(path, start=start, stop=stop, gray=gray, device=device)
+    return VideoReader(path, start=start, stop=stop, gray=gray, device=device, prefetch=prefetch)
 
 
 def read_video(path: Any, *, frames: int | None = None, start: int = 0, stop: int | None = None,

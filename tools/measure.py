@@ -32,6 +32,7 @@ MEASUREMENTS: dict[str, tuple[str, bool]] = {
     "gpu-bench": ("gpu_bench.py", True),
     "gpu-latency": ("gpu_latency.py", True),
     "gpu-profile": ("gpu_profile.py", True),
+    "gpu-video": ("gpu_video.py", True),
     "jax-call-cost": ("jax_call_cost.py", True),
     "jax-profile": ("jax_profile.py", True),
     "kernel-split": ("kernel_split.py", True),

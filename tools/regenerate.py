@@ -49,7 +49,8 @@ def _figure(name: str) -> tuple[str, ...]:
 _PNG = "a matplotlib PNG: its bytes change with matplotlib's and FreeType's versions"
 
 TARGETS: dict[str, Target] = {
-    "median-networks": Target("src/portcv/filters/_median.cu (its circuit blocks) and _median_networks.py",
+    "median-networks": Target("src/portcv/filters/_median.cu (its circuit blocks), _median_networks.py and "
+                              "_median_tiles_numba.py",
                               _module("median_networks")),
     "support-table": Target("docs/backends.md (the backend support table)", _module("support_table")),
     "golden": Target("src/portcv/_golden.json (the SHA-256 of each golden case's output on NumPy: portcv verify)",

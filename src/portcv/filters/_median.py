@@ -12,8 +12,8 @@ JAX override runs the same circuits for k = 3, 5 as array operations (:func:`til
 each gate one ``minimum``/``maximum`` over every tile at once; other sizes use the portable count.
 The NumPy override runs them too, on planes deinterleaved so that every gate is one contiguous
 SIMD pass over a band of tiles (:func:`_circuit_program`); where numba is installed, as compiled
-loops (``_median_numba.py``: the same layout built by word transposes, each gate a vectorized
-loop over 2048 tiles, min/max pairs fused), and ksize 7 to 15 as Huang's sliding histogram
+loops (``_median_numba.py``: the same layout built by word transposes; the circuit generated as
+straight-line code, ``_median_tiles_numba.py``, one vectorized loop over 128 tiles), and ksize 7 to 15 as Huang's sliding histogram
 along each row (``huang_rows``) instead of the portable count.
 """
 
@@ -196,27 +196,25 @@ def _circuit_program(ksize: int) -> tuple[int, int, tuple[tuple[bool, int, int, 
     return inputs, buffers, tuple(program), tuple(where[outputs[(ox, oy)]] for oy in range(ty) for ox in range(tx))
 
 
-#: Lanes (tiles) per step of the compiled circuit (``_median_numba.py``): its work rows (126
-#: for k = 5) of this many bytes stay in the core's L2 cache, and each of its ~800 steps runs
-#: long enough to hide the step's own bookkeeping.
-NUMBA_LANES = 2048
 #: Tiles per band of the compiled circuit, the bands spread over the threads.
 NUMBA_BAND_TILES = 1 << 13
 
 
 def _median_compiled(img: np.ndarray, k: int, has_channels: bool, border: str, border_value: int) -> np.ndarray:
-    """The tile circuits compiled (``_median_numba.py``): the vectorized path's deinterleaved
-    layout (with ``span`` rounded up to whole words), built by one compiled pass that pads each
-    row by the border rule and splits its 8 tile phases with 8 x 8 byte transposes of words;
-    the circuit run over bands of tile rows on the threads, its inputs read in place and its
-    outputs transposed back into whole tile rows of the result."""
+    """The tile circuits compiled: the vectorized path's deinterleaved layout (with ``span``
+    rounded up to whole words), built by one compiled pass that pads each row by the border rule
+    and splits its 8 tile phases with 8 x 8 byte transposes of words; then the circuit, generated
+    as straight-line code (``_median_tiles_numba.py``), over bands of tile rows on the threads,
+    its outputs transposed back into whole tile rows of the result."""
     from .._border import border_indices
-    from ..backends.numpy import row_bands, run_bands, scratch
-    from ._median_numba import circuit_band, deinterleave_rows
+    from ..backends.numpy import row_bands, run_bands
+    from . import _median_tiles_numba
+    from ._median_numba import deinterleave_rows
 
     tx, ty, _, _ = tile_circuit(k)
     assert tx == 8  # the word transposes take 8 tile phases
-    steps, slots, rows_of, in_row, in_off, inputs = _compiled_program(k)
+    band_tiles = getattr(_median_tiles_numba, f"band_k{k}")
+    in_row, in_off = _footprint_cells(k)
     frames = np.moveaxis(img, -1, -3) if has_channels else img
     shape = frames.shape
     height, width = shape[-2:]
@@ -227,11 +225,12 @@ def _median_compiled(img: np.ndarray, k: int, has_channels: bool, border: str, b
     src = np.ascontiguousarray(frames).reshape(planes * height, width)
     xmap = border_indices(width, k // 2, span * tx - width - k // 2, border).astype(np.int32)
     ymap = border_indices(height, k // 2, depth * ty - height - k // 2, border).astype(np.int32)
-    plane = np.empty((ty * tx * planes, depth * span), np.uint8)
+    # LANES columns past the planes: a band's last chunk of lanes reads them (lanes it never stores).
+    plane = np.empty((ty * tx * planes, depth * span + _median_tiles_numba.LANES), np.uint8)
     out = np.empty((planes * rows * ty, cols * tx), np.uint8)
     padded_rows = depth * ty
+    offsets = in_off[0] * span + in_off[1]
     step = max(1, NUMBA_BAND_TILES * tx * ty // (span * tx))  # padded rows per band
-    offsets = (in_off[0] * span + in_off[1]).astype(np.int64)  # in_off: (tile rows, tile columns) down and right
 
     def prepare(item: tuple[int, int, int]) -> None:
         p, y0, y1 = item
@@ -239,8 +238,7 @@ def _median_compiled(img: np.ndarray, k: int, has_channels: bool, border: str, b
 
     def band(item: tuple[int, int, int]) -> None:
         p, r0, r1 = item
-        work = scratch("median-circuit-compiled", (slots - inputs, max(8, NUMBA_LANES // 8 * 8)), np.uint8)
-        circuit_band(plane, out, steps, rows_of, work, in_row, offsets, ty, planes, span, cols, p, r0, r1)
+        band_tiles(plane, out, in_row, offsets, ty, planes, span, cols, p, r0, r1)
 
     run_bands(prepare, [(p, y, min(y + step, padded_rows)) for p in range(planes) for y in range(0, padded_rows, step)])
     run_bands(band, row_bands(rows, span, planes=planes, target=NUMBA_BAND_TILES))
@@ -277,61 +275,17 @@ def _median_huang(img: np.ndarray, k: int, has_channels: bool, border: str, bord
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled_program(ksize: int) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, int]:
-    """:func:`tile_circuit` as the compiled loop's steps: ``(steps, slots, outputs, in_row,
-    in_off, inputs)`` (``outputs`` as rows of the work buffer, whose row ``s - inputs`` is slot ``s``;
-    ``in_row``/``in_off`` where each footprint cell lies in the deinterleaved planes).
-
-    ``steps`` is an int32 ``(n, 5)`` table of ``(kind, o1, o2, a, b)`` (kind 0 min, 1 max, 2 a
-    compare-exchange: a min gate and the max gate of the same two values, next to each other in
-    the circuit, fused into one pass); slot ``i < inputs`` is footprint value ``i``. Unlike
-    :func:`_circuit_program`, a step's outputs never reuse its own operands' slots (they are
-    freed after the step), so no step's loop writes a row it reads."""
-    tx, ty, gates, outputs = tile_circuit(ksize)
-    inputs = (ty + ksize - 1) * (tx + ksize - 1)
-    fused: list[tuple[int, int, int, int, int]] = []  # (kind, d1, d2, a, b) on values
-    i = 0
-    while i < len(gates):
-        kind, d, a, b = gates[i]
-        if i + 1 < len(gates) and gates[i + 1][2:] == (a, b) and gates[i + 1][0] != kind:
-            d2 = gates[i + 1][1]
-            lo, hi = (d, d2) if kind == "MIN" else (d2, d)
-            fused.append((2, lo, hi, a, b))
-            i += 2
-        else:
-            fused.append((0 if kind == "MIN" else 1, d, -1, a, b))
-            i += 1
-    last = {}
-    for s, (_, _, _, a, b) in enumerate(fused):
-        last[a] = last[b] = s
-    for o in outputs.values():
-        last[o] = len(fused)
-    where = {v: v for v in range(inputs)}
-    free: list[int] = []
-    slots = inputs
-    steps = []
-    for s, (kind, d1, d2, a, b) in enumerate(fused):
-        row = [kind, 0, 0, where[a], where[b]]
-        for n, d in ((1, d1), (2, d2)):
-            if d < 0:
-                continue
-            if free:
-                where[d] = free.pop()
-            else:
-                where[d], slots = slots, slots + 1
-            row[n] = where[d]
-        for v in {a, b}:
-            if last[v] == s and where[v] >= inputs:
-                free.append(where[v])
-        steps.append(row)
-    rows_of = np.array([where[outputs[(ox, oy)]] - inputs for oy in range(ty) for ox in range(tx)], np.int32)
-    # footprint cell i = (j, f): phase row (j % ty) * tx + f % tx, (j // ty) tile rows and
-    # f // tx tile columns from the tile's own
+def _footprint_cells(ksize: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each footprint cell of :func:`tile_circuit` lies in the deinterleaved planes of
+    :func:`_median_compiled`: ``(in_row, in_off)``, cell ``i = (j, f)`` of a tile being in phase
+    row ``in_row[i] = (j % ty) * tx + f % tx``, ``in_off[0, i] = j // ty`` tile rows down and
+    ``in_off[1, i] = f // tx`` tile columns right of the tile's own."""
+    tx, ty, _, _ = tile_circuit(ksize)
     fw = tx + ksize - 1
-    cells = [divmod(i, fw) for i in range(inputs)]
+    cells = [divmod(i, fw) for i in range((ty + ksize - 1) * fw)]
     in_row = np.array([(j % ty) * tx + f % tx for j, f in cells], np.int64)
     in_off = np.array([[j // ty for j, f in cells], [f // tx for j, f in cells]], np.int64)
-    return np.array(steps, np.int32), slots, rows_of, in_row, in_off, inputs
+    return in_row, in_off
 
 
 @median_filter_kernel.override(

@@ -44,7 +44,7 @@ def deinterleave_rows(src: np.ndarray, plane: np.ndarray, xmap: np.ndarray, ymap
                       before: int, planes: int, height: int, ty: int, span: int, p: int, y0: int,
                       y1: int) -> None:
     """Padded rows ``y0:y1`` of plane ``p`` into ``plane`` (uint64 words: the layout of
-    :func:`circuit_band`, 8 tile phases; ``span`` a multiple of 8).
+    :func:`load_lanes`, 8 tile phases; ``span`` a multiple of 8).
 
     ``src`` is the planes' rows ``(planes * H, W)``; padded row ``y`` is source row ``ymap[y]``
     and padded column ``x`` source column ``xmap[x]``, ``-1`` the constant ``value`` (the
@@ -85,86 +85,63 @@ def deinterleave_rows(src: np.ndarray, plane: np.ndarray, xmap: np.ndarray, ymap
 
 
 @numba.njit(**NUMBA_OPTIONS)
-def circuit_band(plane: np.ndarray, out: np.ndarray, program: np.ndarray, outputs: np.ndarray, work: np.ndarray,
-                 in_row: np.ndarray, in_off: np.ndarray, ty: int, planes: int, span: int, cols: int, p: int,
-                 r0: int, r1: int) -> None:
-    """Tile rows ``r0:r1`` of plane ``p``: the tile circuit of :func:`_median.tile_circuit` (8
-    tile columns wide) run over every tile of the band, ``work.shape[1]`` tiles (lanes) at a time.
+def load_lanes(plane: np.ndarray, w: np.ndarray, in_row: np.ndarray, offsets: np.ndarray, planes: int, p: int,
+               at: int, lanes: int) -> None:
+    """Footprint cell ``i`` of ``lanes`` consecutive tiles from tile ``at`` of plane ``p`` into
+    ``w[i * lanes:]`` (the work buffer of the generated ``_median_tiles_numba.band_k*``).
 
-    ``plane`` is the deinterleaved padded image as ``(ty * 8 * planes, depth * span)`` bytes
-    (``plane[(b * 8 + a) * planes + p, r * span + c]`` = padded pixel ``(r ty + b, 8 c + a)``),
-    so footprint cell ``i`` of the band's tiles is the contiguous run from ``plane[in_row[i] *
-    planes + p, r0 * span + in_off[i]]``, read in place. Each step of ``program`` (``kind, o1,
-    o2, a, b``; operands below ``inputs`` are footprint cells, the others rows of ``work``) is one
-    loop over the lanes: kind 0 ``o1 = min(a, b)``, 1 the max, 2 both (``o1`` the min, ``o2``
-    the max). No step writes a row it reads, so LLVM vectorizes every step without an overlap
-    fallback. ``outputs[oy * 8 + ox]`` is the work row of output ``(ox, oy)``; each 8 lanes'
-    outputs are transposed into 8 output words (one tile row of 8 pixels each) of ``out``
-    (``(planes * rows * ty, cols * 8)`` bytes); tiles past ``cols`` (padding) are not stored."""
-    lanes = work.shape[1]
-    inputs = in_row.shape[0]
-    total = (r1 - r0) * span
+    ``plane`` is the deinterleaved padded image as ``(ty * 8 * planes, depth * span + lanes)``
+    bytes (``plane[(b * 8 + a) * planes + p, r * span + c]`` = padded pixel ``(r ty + b, 8 c + a)``),
+    so cell ``i`` of consecutive tiles is the contiguous run from ``plane[in_row[i] * planes + p,
+    at + offsets[i]]``; the last ``lanes`` columns are room for a last chunk's unused lanes."""
     row_len = plane.shape[1]
-    flat_plane = plane.reshape(-1)
-    work64 = work.reshape(-1).view(np.uint64)
+    flat = plane.reshape(-1)
+    for i in range(in_row.shape[0]):
+        start = (in_row[i] * planes + p) * row_len + at + offsets[i]
+        src = flat[start: start + lanes]
+        dst = w[i * lanes: (i + 1) * lanes]
+        for q in range(lanes):
+            dst[q] = src[q]
+
+
+@numba.njit(**NUMBA_OPTIONS)
+def store_lanes(w: np.ndarray, first: int, lanes: int, out: np.ndarray, ty: int, planes: int, span: int, cols: int,
+                p: int, r0: int, l0: int, n: int) -> None:
+    """The first ``n`` tiles of a chunk (lanes ``l0 ..`` of the band from tile row ``r0``) into
+    ``out`` (``(planes * rows * ty, cols * 8)`` bytes): ``w[(first + oy * 8 + ox) * lanes + q]``
+    is output ``(ox, oy)`` of lane ``q``; each 8 lanes' outputs are transposed into 8 words (one
+    tile row of 8 pixels each); tiles past ``cols`` (padding) are not stored."""
+    w64 = w.view(np.uint64)
     out64 = out.reshape(-1).view(np.uint64)
     lane_words = lanes // 8
     rows_total = out.shape[0] // (planes * ty)
-    for l0 in range(0, total, lanes):
-        n = min(lanes, total - l0)
-        base_off = r0 * span + l0
-        for s in range(program.shape[0]):
-            kind, o1, o2, a, b = program[s, 0], program[s, 1], program[s, 2], program[s, 3], program[s, 4]
-            if a < inputs:
-                at = (in_row[a] * planes + p) * row_len + base_off + in_off[a]
-                x = flat_plane[at: at + n]
-            else:
-                x = work[a - inputs, :n]
-            if b < inputs:
-                at = (in_row[b] * planes + p) * row_len + base_off + in_off[b]
-                y = flat_plane[at: at + n]
-            else:
-                y = work[b - inputs, :n]
-            lo = work[o1 - inputs, :n]
-            if kind == 0:
-                for q in range(n):
-                    lo[q] = min(x[q], y[q])
-            elif kind == 1:
-                for q in range(n):
-                    lo[q] = max(x[q], y[q])
-            else:
-                hi = work[o2 - inputs, :n]
-                for q in range(n):
-                    u, v = x[q], y[q]
-                    lo[q] = min(u, v)
-                    hi[q] = max(u, v)
-        # Lane l0 + q is tile (r0 + (l0 + q) // span, (l0 + q) % span): runs of one tile row,
-        # each starting at a multiple of 8 lanes (span and lanes are multiples of 8).
-        q0 = 0
-        while q0 < n:
-            r, c0 = (l0 + q0) // span + r0, (l0 + q0) % span
-            run = min(n - q0, span - c0)
-            c1 = min(c0 + run, cols)
-            base = (p * rows_total + r) * ty
-            for oy in range(ty):
-                orow = (base + oy) * cols
-                c = c0
-                while c + 8 <= c1:
-                    w = (q0 + c - c0) // 8  # lanes q .. q + 7 are work word w
-                    t = _t8(work64[outputs[oy * 8] * lane_words + w], work64[outputs[oy * 8 + 1] * lane_words + w],
-                            work64[outputs[oy * 8 + 2] * lane_words + w], work64[outputs[oy * 8 + 3] * lane_words + w],
-                            work64[outputs[oy * 8 + 4] * lane_words + w], work64[outputs[oy * 8 + 5] * lane_words + w],
-                            work64[outputs[oy * 8 + 6] * lane_words + w], work64[outputs[oy * 8 + 7] * lane_words + w])
-                    for j in range(8):
-                        out64[orow + c + j] = t[j]
-                    c += 8
-                while c < c1:
-                    q = q0 + c - c0
-                    row = out[base + oy, c * 8: c * 8 + 8]
-                    for ox in range(8):
-                        row[ox] = work[outputs[oy * 8 + ox], q]
-                    c += 1
-            q0 += run
+    # Lane l0 + q is tile (r0 + (l0 + q) // span, (l0 + q) % span): runs of one tile row,
+    # each starting at a multiple of 8 lanes (span and lanes are multiples of 8).
+    q0 = 0
+    while q0 < n:
+        r, c0 = (l0 + q0) // span + r0, (l0 + q0) % span
+        run = min(n - q0, span - c0)
+        c1 = min(c0 + run, cols)
+        base = (p * rows_total + r) * ty
+        for oy in range(ty):
+            orow = (base + oy) * cols
+            row0 = (first + oy * 8) * lane_words
+            c = c0
+            while c + 8 <= c1:
+                at = row0 + (q0 + c - c0) // 8  # lanes q .. q + 7 are word at of each output row
+                t = _t8(w64[at], w64[at + lane_words], w64[at + 2 * lane_words], w64[at + 3 * lane_words],
+                        w64[at + 4 * lane_words], w64[at + 5 * lane_words], w64[at + 6 * lane_words],
+                        w64[at + 7 * lane_words])
+                for j in range(8):
+                    out64[orow + c + j] = t[j]
+                c += 8
+            while c < c1:
+                q = q0 + c - c0
+                row = out[base + oy, c * 8: c * 8 + 8]
+                for ox in range(8):
+                    row[ox] = w[(first + oy * 8 + ox) * lanes + q]
+                c += 1
+        q0 += run
 
 
 @numba.njit(**NUMBA_OPTIONS)

@@ -197,18 +197,16 @@ def test_histogram_in_small_bands_equals_the_portable_version(monkeypatch: pytes
     _same_as_portable("histogram", np.full((9, 9), 255, np.uint8), bins=256, has_channels=False)
 
 
-@pytest.mark.parametrize("tiles", [1, 3, 1 << 13])
+@pytest.mark.parametrize("rows", [1, 2, 4, 32])
 def test_median_circuits_in_small_bands_equal_the_portable_version(monkeypatch: pytest.MonkeyPatch,
-                                                                  tiles: int) -> None:
-    """The compiled tile circuits (straight-line loops over 128 tiles: chunks ending inside a
-    tile row, tile rows of a band split over chunks, a band's last chunk reading past its
-    planes) in bands of a few tiles over two threads, on sizes that are not whole tiles or whole
-    words of tiles (the scalar tails of the output transposes), wider than one chunk, batches,
-    channels, non-contiguous views and every border (a reflect101 pad longer than the image),
-    give the portable bits."""
+                                                                  rows: int) -> None:
+    """The compiled circuits (generated straight-line loops, two output rows per pass) in bands
+    of a few rows over two threads, on odd heights (the extra padded row cropped), tiny and wide
+    images, batches, channels, non-contiguous views and every border (a reflect101 pad longer
+    than the image), give the portable bits."""
     import portcv.filters._median as median
 
-    monkeypatch.setattr(median, "NUMBA_BAND_TILES", tiles)
+    monkeypatch.setattr(median, "NUMBA_CIRCUIT_ROWS", rows)
     monkeypatch.setenv("PORTCV_NUMPY_THREADS", "2")
     rng = np.random.default_rng(31)
     images = [(rng.integers(0, 256, shape, dtype=np.uint8), has_channels)

@@ -11,9 +11,9 @@ once, for k = 3, 5, and Huang's sliding histogram (4 outputs per histogram) for 
 JAX override runs the same circuits for k = 3, 5 as array operations (:func:`tile_circuit`),
 each gate one ``minimum``/``maximum`` over every tile at once; other sizes use the portable count.
 The NumPy override runs them too, on planes deinterleaved so that every gate is one contiguous
-SIMD pass over a band of tiles (:func:`_circuit_program`); where numba is installed, as compiled
-loops (``_median_numba.py``: the same layout built by word transposes; the circuit generated as
-straight-line code, ``_median_tiles_numba.py``, one vectorized loop over 128 tiles), and ksize 7 to 15 as Huang's sliding histogram
+SIMD pass over a band of tiles (:func:`_circuit_program`); where numba is installed, as
+compiled loops instead: ksize 3, 5 as the generated circuit of a 1 x 2 tile, straight-line code
+vectorized along each pair of rows (``_median_tiles_numba.py``), and ksize 7 to 15 as Huang's sliding histogram
 along each row (``huang_rows``) instead of the portable count.
 """
 
@@ -196,53 +196,36 @@ def _circuit_program(ksize: int) -> tuple[int, int, tuple[tuple[bool, int, int, 
     return inputs, buffers, tuple(program), tuple(where[outputs[(ox, oy)]] for oy in range(ty) for ox in range(tx))
 
 
-#: Tiles per band of the compiled circuit, the bands spread over the threads.
-NUMBA_BAND_TILES = 1 << 13
+#: Output rows per band of the compiled circuits (ksize 3, 5), the bands spread over the threads.
+NUMBA_CIRCUIT_ROWS = 32
 
 
 def _median_compiled(img: np.ndarray, k: int, has_channels: bool, border: str, border_value: int) -> np.ndarray:
-    """The tile circuits compiled: the vectorized path's deinterleaved layout (with ``span``
-    rounded up to whole words), built by one compiled pass that pads each row by the border rule
-    and splits its 8 tile phases with 8 x 8 byte transposes of words; then the circuit, generated
-    as straight-line code (``_median_tiles_numba.py``), over bands of tile rows on the threads,
-    its outputs transposed back into whole tile rows of the result."""
+    """ksize 3 and 5 compiled: each plane padded by the border rule once (``pad_plane``), then
+    the generated circuit of a 1 x 2 tile (``_median_tiles_numba.rows_k*``: two output rows per
+    pass, one vectorized loop along them) over bands of rows on the threads. The height is
+    rounded up to whole passes; the extra row, padded by the same rule, is cropped."""
     from .._border import border_indices
-    from ..backends.numpy import row_bands, run_bands
-    from . import _median_tiles_numba
-    from ._median_numba import deinterleave_rows
+    from ..backends.numpy import run_bands
+    from . import _median_tiles_numba as tiles
+    from ._median_numba import pad_plane
 
-    tx, ty, _, _ = tile_circuit(k)
-    assert tx == 8  # the word transposes take 8 tile phases
-    band_tiles = getattr(_median_tiles_numba, f"band_k{k}")
-    in_row, in_off = _footprint_cells(k)
+    rows_of = getattr(tiles, f"rows_k{k}")
     frames = np.moveaxis(img, -1, -3) if has_channels else img
     shape = frames.shape
     height, width = shape[-2:]
     planes = img.size // (height * width)
-    rows, cols = -(-height // ty), -(-width // tx)
-    span = -(-(cols + (k - 1) // tx + 1) // 8) * 8
-    depth = rows + (k - 1) // ty + 2
+    rows = -(-height // tiles.ROWS) * tiles.ROWS
     src = np.ascontiguousarray(frames).reshape(planes * height, width)
-    xmap = border_indices(width, k // 2, span * tx - width - k // 2, border).astype(np.int32)
-    ymap = border_indices(height, k // 2, depth * ty - height - k // 2, border).astype(np.int32)
-    # LANES columns past the planes: a band's last chunk of lanes reads them (lanes it never stores).
-    plane = np.empty((ty * tx * planes, depth * span + _median_tiles_numba.LANES), np.uint8)
-    out = np.empty((planes * rows * ty, cols * tx), np.uint8)
-    padded_rows = depth * ty
-    offsets = in_off[0] * span + in_off[1]
-    step = max(1, NUMBA_BAND_TILES * tx * ty // (span * tx))  # padded rows per band
-
-    def prepare(item: tuple[int, int, int]) -> None:
-        p, y0, y1 = item
-        deinterleave_rows(src, plane, xmap, ymap, border_value, k // 2, planes, height, ty, span, p, y0, y1)
-
-    def band(item: tuple[int, int, int]) -> None:
-        p, r0, r1 = item
-        band_tiles(plane, out, in_row, offsets, ty, planes, span, cols, p, r0, r1)
-
-    run_bands(prepare, [(p, y, min(y + step, padded_rows)) for p in range(planes) for y in range(0, padded_rows, step)])
-    run_bands(band, row_bands(rows, span, planes=planes, target=NUMBA_BAND_TILES))
-    result = out.reshape(planes, rows * ty, cols * tx)[:, :height, :width].reshape(shape)
+    xmap = border_indices(width, k // 2, k - 1 - k // 2, border).astype(np.int32)
+    ymap = border_indices(height, k // 2, rows + k - 1 - height - k // 2, border).astype(np.int32)
+    padded = np.empty((planes, rows + k - 1, width + k - 1), np.uint8)
+    out = np.empty((planes, rows, width), np.uint8)
+    run_bands(lambda p: pad_plane(src, padded[p], xmap, ymap, border_value, k // 2, p, height), list(range(planes)))
+    step = max(1, NUMBA_CIRCUIT_ROWS // tiles.ROWS) * tiles.ROWS
+    run_bands(lambda item: rows_of(padded[item[0]], out[item[0]], item[1], min(item[1] + step, rows)),
+              [(p, y) for p in range(planes) for y in range(0, rows, step)])
+    result = out[:, :height].reshape(shape)
     return np.moveaxis(result, -3, -1) if has_channels else result
 
 
@@ -266,26 +249,12 @@ def _median_huang(img: np.ndarray, k: int, has_channels: bool, border: str, bord
     ymap = border_indices(height, k // 2, k - 1 - k // 2, border).astype(np.int32)
     padded = np.empty((planes, height + k - 1, width + k - 1), np.uint8)
     out = np.empty((planes, height, width), np.uint8)
-    run_bands(lambda p: pad_plane(src, padded[p], xmap, ymap, border_value, p, height), list(range(planes)))
+    run_bands(lambda p: pad_plane(src, padded[p], xmap, ymap, border_value, k // 2, p, height), list(range(planes)))
     step = max(1, NUMBA_HUANG_ROWS)
     run_bands(lambda item: huang_rows(padded[item[0]], out[item[0]], k, item[1], min(item[1] + step, height)),
               [(p, y) for p in range(planes) for y in range(0, height, step)])
     result = out.reshape(shape)
     return np.moveaxis(result, -3, -1) if has_channels else result
-
-
-@functools.lru_cache(maxsize=None)
-def _footprint_cells(ksize: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where each footprint cell of :func:`tile_circuit` lies in the deinterleaved planes of
-    :func:`_median_compiled`: ``(in_row, in_off)``, cell ``i = (j, f)`` of a tile being in phase
-    row ``in_row[i] = (j % ty) * tx + f % tx``, ``in_off[0, i] = j // ty`` tile rows down and
-    ``in_off[1, i] = f // tx`` tile columns right of the tile's own."""
-    tx, ty, _, _ = tile_circuit(ksize)
-    fw = tx + ksize - 1
-    cells = [divmod(i, fw) for i in range((ty + ksize - 1) * fw)]
-    in_row = np.array([(j % ty) * tx + f % tx for j, f in cells], np.int64)
-    in_off = np.array([[j // ty for j, f in cells], [f // tx for j, f in cells]], np.int64)
-    return in_row, in_off
 
 
 @median_filter_kernel.override(

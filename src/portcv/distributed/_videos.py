@@ -28,11 +28,12 @@ import numpy as np
 from .. import _validate
 from ..backends import to_numpy, using
 from ..video import VideoReader, frame_table
-from ..video._reader import DEVICES
 from ._cluster import backend_name
 from ._tiles import _bar, _default_client, backend_scope, check_flag, check_timeout
 
 ERRORS = ("keep", "raise")
+#: The ``decoder=`` choices: :class:`portcv.video.VideoReader`'s ``device``, passed on to it.
+DECODERS = ("auto", "cpu", "gpu")
 #: Frames a GPU decoder decodes ahead of the spec, in a thread of its own (VideoReader's
 #: ``prefetch``): decode overlaps the kernels. The CPU decoder runs in the caller's thread:
 #: workers and sessions already fill the cores.
@@ -294,7 +295,7 @@ def process_video(path: Any, spec: Callable, *, backend: str | None = None, star
         stop = _validate.integer(stop, "stop", low=0)
     if start is not None and stop is not None and start > stop:
         raise ValueError(f"start must be <= stop, got start={start}, stop={stop}")
-    decoder = _validate.choice(decoder, "decoder", DEVICES)
+    decoder = _validate.choice(decoder, "decoder", DECODERS)
     return _process(path, spec, backend, start, stop, None, decoder=decoder)[0]
 
 
@@ -516,7 +517,7 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
     backend = backend_name(backend, optional=True)
     progress = check_flag(progress, "progress")
     timeout = check_timeout(timeout)
-    decoder = _validate.choice(decoder, "decoder", DEVICES)
+    decoder = _validate.choice(decoder, "decoder", DECODERS)
     sessions = _validate.integer(sessions, "sessions", low=1, high=MAX_SESSIONS)
     client = _default_client(client)
     if client is not None and sessions != 1:

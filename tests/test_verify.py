@@ -7,6 +7,7 @@ import importlib.util
 import inspect
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -198,3 +199,16 @@ def test_a_numba_path_is_run_both_ways():
         pytest.skip("numba is not installed (pip install 'portcv[cpu]')")
     report = portcv.verify(backends="numpy", threads=1, ops="color.rgb_to_gray", opencv=False)
     assert report.ok and report.targets == ["numpy[threads=1,numba=0]", "numpy[threads=1,numba=1]"]
+
+
+def test_package_versions_are_those_of_the_modules_that_ran(monkeypatch):
+    """A machine can hold two distributions of one module (the H200: OpenCV 5's wheel beside the
+    contrib 4.13 build on the path): the certificate gives the imported module's version."""
+    import types
+
+    from portcv import _verify
+
+    fake = types.ModuleType("cv2")
+    fake.__version__ = "4.13.0-imported"
+    monkeypatch.setitem(sys.modules, "cv2", fake)
+    assert _verify._version("cv2") == "4.13.0-imported"

@@ -291,6 +291,11 @@ def _version(module: str) -> str | None:
     (``cv2`` is one of OpenCV's four wheels, a GPU array package one wheel per CUDA version)."""
     from importlib import metadata
 
+    loaded = sys.modules.get(module)
+    if isinstance(getattr(loaded, "__version__", None), str):
+        # the module that ran: a second distribution of it can sit on the path (the H200's
+        # OpenCV 5 wheel beside the contrib 4.13 build portcv's checks imported)
+        return loaded.__version__
     for dist in metadata.packages_distributions().get(module, []) or [module]:
         with contextlib.suppress(metadata.PackageNotFoundError):
             return metadata.version(dist)

@@ -463,7 +463,8 @@ def test_cli_motion_reads_a_video_file(tmp_path):
                   "--out", str(tmp_path / "out.mkv"), cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     table = [line for line in run.stdout.splitlines() if line.startswith("numpy")]
-    assert len(table) == 2 and all(line.split()[2] == "9" for line in table)  # 10 frames: 9 pairs each
+    # backend, device, decoder ("CPU (PyAV)": two words), pairs, then five statistics: 10 frames, 9 pairs
+    assert len(table) == 2 and all("CPU (PyAV)" in line and line.split()[-6] == "9" for line in table)
     assert portcv.video.read_video(tmp_path / "out.mkv").shape == (10, 48, 64, 3)
 
 

@@ -481,10 +481,11 @@ def map_videos(spec: Callable, paths: Any, *, client: Any = None, segment_frames
         says which ran. The results do not depend on it.
     sessions : int
         Without a client: how many files run at once here, each in a thread with its own
-        decoder session (default 1: one after the other). A GPU has several NVDEC engines, and
-        one session keeps about one busy: 8 to 12 sessions reach a 1080p H.264 aggregate near the
-        engines' ceiling (docs/video.md has the figures). On a cluster the workers' threads
-        decide (``local_cluster(threads_per_worker=...)``); ``sessions`` must then be 1.
+        decoder session (default 1: one after the other). A GPU has several NVDEC engines; on
+        the H200, 8 threads reach about 750 fps of 1080p H.264 with motion, where one Python
+        process's kernel launches stop them (docs/video.md has the figures). On a cluster the
+        workers' threads decide (``local_cluster(threads_per_worker=...)``); ``sessions`` must
+        then be 1.
 
     Yields
     ------
